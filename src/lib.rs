@@ -1,49 +1,44 @@
+//! pg_idgen: distributed, time-ordered 64-bit keys for PostgreSQL.
+//!
+//! * [`gucs`] — the `pg_idgen.*` settings and their validation;
+//! * [`shmem`] — shared generator state, its locking protocol and its durable state file;
+//! * [`snowflake`] — `snowflake_next()` and statistics, on top of `pg_idgen_core`'s clock policy;
+//! * [`layouts`] — decoding and composing ids (`uid_decode`, `snowflake_at`, `uid_compose`);
+//! * [`errors`] — SQLSTATEs, messages and hints.
+//!
+//! The pure logic (bit layouts, the clock policy) lives in the `pg_idgen_core` crate.
+
 use pgrx::prelude::*;
+
+mod errors;
+mod gucs;
+mod layouts;
+mod shmem;
+mod snowflake;
+
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
 
 ::pgrx::pg_module_magic!(name, version);
 
-#[pg_extern]
-fn hello_pg_idgen() -> &'static str {
-    "Hello, pg_idgen"
-}
-
-#[cfg(any(test, feature = "pg_test"))]
-#[pg_schema]
-mod tests {
-    use pgrx::prelude::*;
-
-    #[pg_test]
-    fn test_hello_pg_idgen() {
-        assert_eq!("Hello, pg_idgen", crate::hello_pg_idgen());
-    }
-
-}
-
-#[cfg(feature = "pg_bench")]
-#[pg_schema]
-mod benches {
-    use pgrx::prelude::*;
-    use pgrx_bench::{Bencher, black_box};
-
-    #[pg_bench]
-    fn bench_hello_pg_idgen(b: &mut Bencher) {
-        b.iter(|| {
-            black_box(crate::hello_pg_idgen());
-        });
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    // Shared memory can only be requested while the postmaster preloads the library. Loaded
+    // later, the decoding functions still work and the generators raise 55000 with a hint.
+    let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
+    gucs::init();
+    if preloading {
+        shmem::init();
     }
 }
 
-/// This module is required by `cargo pgrx test` invocations.
-/// It must be visible at the root of your extension crate.
+/// Required by `cargo pgrx test`.
 #[cfg(test)]
 pub mod pg_test {
-    pub fn setup(_options: Vec<&str>) {
-        // perform one-off initialization when the pg_test framework starts
-    }
+    pub fn setup(_options: Vec<&str>) {}
 
     #[must_use]
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        // return any postgresql.conf settings that are required for your tests
-        vec![]
+        vec!["shared_preload_libraries = 'pg_idgen'", "pg_idgen.worker_id = 7"]
     }
 }

@@ -283,7 +283,8 @@ pub fn reservation_end(layout: &Layout, tick: u64, now_ms: i64, window_ms: i64) 
     (tick.max(now_tick) + window_ticks(layout, window_ms) + 1).min(layout.max_time() + 1)
 }
 
-fn window_ticks(layout: &Layout, window_ms: i64) -> u64 {
+/// The reservation window in ticks (at least one).
+pub fn window_ticks(layout: &Layout, window_ms: i64) -> u64 {
     (window_ms.max(1) as u64).div_ceil(layout.unit_ms as u64)
 }
 
@@ -481,12 +482,12 @@ mod tests {
     #[test]
     fn time_field_overflow_is_an_error_never_a_wrap() {
         // 20 bits of 1 ms: the field ends 2^20 ms after the epoch.
-        let mut g = Gen::new("time=20,worker=21,sequence=22,epoch=0", 0, ZERO);
+        let mut g = Gen::new("time=20,worker=12,sequence=31,epoch=0", 0, ZERO);
         let clock = TestClock::at((1 << 20) - 1);
         let i = g.next(&clock).unwrap();
         assert_eq!(i.parts.time, (1 << 20) - 1);
         // Exhaust the last tick: the next id would need tick 2^20.
-        g.ws.state.store((((1u64 << 20) - 1) << 22) | ((1 << 22) - 1), Ordering::Relaxed);
+        g.ws.state.store((((1u64 << 20) - 1) << 31) | ((1 << 31) - 1), Ordering::Relaxed);
         assert_eq!(g.next(&clock).unwrap_err(), GenError::TimeOverflow { max_tick: (1 << 20) - 1 });
         clock.add(1);
         assert_eq!(g.next(&clock).unwrap_err(), GenError::TimeOverflow { max_tick: (1 << 20) - 1 });

@@ -72,7 +72,7 @@ impl fmt::Display for LayoutError {
             LayoutError::Widths { time, worker, sequence, total } => write!(
                 f,
                 "layout widths time={time} + worker={worker} + sequence={sequence} = {total} bits; \
-                 they must add up to 63 and each field needs at least 1 bit (time at least 20)"
+                 they must add up to 63, with at least 20 time bits and 1 to 31 bits each for worker and sequence"
             ),
             LayoutError::Unit(u) => write!(f, "time unit must be between 1 and 86400000 ms, got {u}"),
             LayoutError::DecodeOnly(n) => write!(
@@ -283,7 +283,12 @@ impl Layout {
         // Custom layouts have exactly 63 bits; Instagram's published layout is 64 bits wide, of
         // which the top time bit is the (always zero) sign bit.
         let widths_ok = total == 63 || (total == 64 && self.name == "instagram");
-        if !widths_ok || self.time_bits < 20 || self.worker_bits == 0 || self.sequence_bits == 0 {
+        // Worker and sequence are returned as SQL `int`s: at most 31 bits each.
+        if !widths_ok
+            || self.time_bits < 20
+            || !(1..=31).contains(&self.worker_bits)
+            || !(1..=31).contains(&self.sequence_bits)
+        {
             return Err(LayoutError::Widths {
                 time: self.time_bits,
                 worker: self.worker_bits,
@@ -563,6 +568,8 @@ mod tests {
         assert_eq!(Layout::parse("TWITTER").unwrap().name, "twitter");
         assert!(matches!(Layout::parse("time=41,worker=10,sequence=13"), Err(LayoutError::Widths { total: 64, .. })));
         assert!(matches!(Layout::parse("time=41,worker=0,sequence=22"), Err(LayoutError::Widths { .. })));
+        assert!(matches!(Layout::parse("time=20,worker=32,sequence=11"), Err(LayoutError::Widths { .. })));
+        assert!(matches!(Layout::parse("time=19,worker=22,sequence=22"), Err(LayoutError::Widths { .. })));
         assert!(matches!(Layout::parse("time=41,worker=10,sequence=12,unit_ms=0"), Err(LayoutError::Unit(0))));
         assert!(matches!(Layout::parse("time=41,worker=10"), Err(LayoutError::Syntax(_))));
         assert!(matches!(Layout::parse("time=41,worker=10,sequence=12,colour=blue"), Err(LayoutError::Syntax(_))));
@@ -577,6 +584,7 @@ mod tests {
         let mut layouts: Vec<Layout> = NAMED_LAYOUTS.iter().map(|n| Layout::by_name(n).unwrap()).collect();
         layouts.push(Layout::parse("time=29,worker=21,sequence=13,unit_ms=1000").unwrap());
         layouts.push(Layout::parse("time=45,worker=2,sequence=16,order=sequence_worker").unwrap());
+        layouts.push(Layout::parse("time=20,worker=31,sequence=12").unwrap());
         for l in &layouts {
             for i in 0..20_000u64 {
                 let p = Parts {

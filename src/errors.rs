@@ -1,0 +1,79 @@
+//! Every error the extension raises goes through here: a real SQLSTATE, a message that says
+//! what is wrong, and where useful a HINT that says what to do. No Rust panic text reaches users.
+
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::prelude::*;
+use pg_idgen_core::{GenError, IdError};
+
+pub use pgrx::PgSqlErrorCode as Code;
+
+/// Raises an ERROR; never returns.
+#[track_caller]
+pub fn raise(code: Code, message: impl Into<String>, hint: Option<&str>) -> ! {
+    raise_full(code, message, None, hint)
+}
+
+/// Raises an ERROR with a DETAIL and an optional HINT; never returns.
+#[track_caller]
+pub fn raise_full(code: Code, message: impl Into<String>, detail: Option<String>, hint: Option<&str>) -> ! {
+    let mut report = ErrorReport::new(code, message.into(), "pg_idgen");
+    if let Some(d) = detail {
+        report = report.set_detail(d);
+    }
+    if let Some(h) = hint {
+        report = report.set_hint(h);
+    }
+    report.report(PgLogLevel::ERROR);
+    unreachable!("ereport(ERROR) returned")
+}
+
+/// Emits a WARNING (returns).
+pub fn warn(message: impl Into<String>, hint: Option<&str>) {
+    let mut report = ErrorReport::new(Code::ERRCODE_WARNING, message.into(), "pg_idgen");
+    if let Some(h) = hint {
+        report = report.set_hint(h);
+    }
+    report.report(PgLogLevel::WARNING);
+}
+
+/// The extension must be in shared_preload_libraries for anything that uses shared memory.
+#[track_caller]
+pub fn not_preloaded() -> ! {
+    raise(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "pg_idgen must be loaded via shared_preload_libraries to generate ids",
+        Some("Add pg_idgen to shared_preload_libraries in postgresql.conf and restart the server."),
+    )
+}
+
+/// Errors of encoding or decoding one id: the input was out of range.
+#[track_caller]
+pub fn id_error(e: IdError) -> ! {
+    let code = match e {
+        IdError::Negative(_) | IdError::TooWide(_) => Code::ERRCODE_INVALID_PARAMETER_VALUE,
+        _ => Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+    };
+    raise(code, e.to_string(), None)
+}
+
+/// Errors of the clock policy.
+#[track_caller]
+pub fn gen_error(e: GenError) -> ! {
+    match e {
+        GenError::ClockBeforeEpoch { .. } => raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("cannot generate an id: {e}"),
+            Some("Check the server's system clock (NTP) and the epoch of pg_idgen.layout."),
+        ),
+        GenError::TimeOverflow { .. } => raise(
+            Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("cannot generate an id: {e}"),
+            Some("Move to a layout with a later epoch or more time bits (pg_idgen.layout); ids are never wrapped or truncated."),
+        ),
+        GenError::TooFarAhead { .. } => raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("cannot generate an id: {e}"),
+            Some("The system clock stepped back, or the server restarted with its clock behind the ids it issued before. Retry when the clock has caught up, or raise pg_idgen.max_drift_ms."),
+        ),
+    }
+}

@@ -1,0 +1,225 @@
+//! Configuration: every `pg_idgen.*` setting, its validation, and typed accessors.
+//!
+//! | setting | type | default | context |
+//! |---|---|---|---|
+//! | `pg_idgen.layout` | string | `default` | postmaster |
+//! | `pg_idgen.worker_id` | int, -1 = unset | -1 | superuser |
+//! | `pg_idgen.max_drift_ms` | int ms | 1000 | sighup |
+//! | `pg_idgen.max_wait_ms` | int ms | 100 | user |
+//! | `pg_idgen.reserve_ms` | int ms | 1000 | sighup |
+//! | `pg_idgen.sequence_start` | enum | `vibrate` | user |
+//!
+//! Values are validated by check hooks, so a bad value is refused at `SET`, at reload and at
+//! start. A bad value in postgresql.conf at start would only be a WARNING for a custom setting,
+//! so `init` re-raises it as an ERROR: the server refuses to start with an invalid layout or a
+//! worker id the layout cannot hold.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::sync::OnceLock;
+
+use pg_idgen_core::{Layout, SequenceStart};
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::prelude::*;
+use pgrx::{pg_sys, PostgresGucEnum};
+
+use crate::errors::{raise, Code};
+
+pub static LAYOUT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"default"));
+pub static WORKER_ID: GucSetting<i32> = GucSetting::<i32>::new(-1);
+pub static MAX_DRIFT_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
+pub static MAX_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
+pub static RESERVE_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
+pub static SEQUENCE_START: GucSetting<StartSetting> = GucSetting::<StartSetting>::new(StartSetting::Vibrate);
+
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum StartSetting {
+    Zero,
+    Vibrate,
+    Random,
+}
+
+/// The layout in force, parsed once (the setting cannot change while the server runs).
+static PARSED_LAYOUT: OnceLock<Layout> = OnceLock::new();
+
+thread_local! {
+    /// A value refused while postgresql.conf was first applied: raised by `init`.
+    static STARTUP_REJECTION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// The generation layout of this server.
+pub fn layout() -> &'static Layout {
+    PARSED_LAYOUT.get_or_init(|| {
+        let spec = LAYOUT.get().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        Layout::parse(&spec).unwrap_or_else(|e| {
+            raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, format!("invalid pg_idgen.layout: {e}"), None)
+        })
+    })
+}
+
+/// The worker id from `pg_idgen.worker_id`, if set.
+pub fn worker_id_setting() -> Option<i32> {
+    let w = WORKER_ID.get();
+    (w >= 0).then_some(w)
+}
+
+pub fn policy() -> pg_idgen_core::Policy {
+    pg_idgen_core::Policy {
+        max_drift_ms: MAX_DRIFT_MS.get() as i64,
+        max_wait_ms: MAX_WAIT_MS.get() as i64,
+        start: match SEQUENCE_START.get() {
+            StartSetting::Zero => SequenceStart::Zero,
+            StartSetting::Vibrate => SequenceStart::Vibrate,
+            StartSetting::Random => SequenceStart::Random,
+        },
+        reserve_window_ms: RESERVE_MS.get() as i64,
+    }
+}
+
+unsafe fn set_check_detail(msg: &str) {
+    let c = CString::new(msg.replace('\0', "")).unwrap_or_default();
+    // GUC_check_errdetail_string must be palloc'd; guc.c frees it with the error.
+    unsafe { pg_sys::GUC_check_errdetail_string = pg_sys::pstrdup(c.as_ptr()) };
+}
+
+fn record_startup_rejection(name: &str, msg: &str) {
+    // While the postmaster loads the library, a refused postgresql.conf value is only a
+    // WARNING; remember it so `init` can refuse to start.
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        STARTUP_REJECTION.with(|r| *r.borrow_mut() = Some(format!("invalid value for {name}: {msg}")));
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn check_layout(newval: *mut *mut c_char, _extra: *mut *mut c_void, _source: pg_sys::GucSource::Type) -> bool {
+    let spec = unsafe {
+        if newval.is_null() || (*newval).is_null() {
+            return true;
+        }
+        CStr::from_ptr(*newval).to_string_lossy().into_owned()
+    };
+    match Layout::parse(&spec).and_then(|l| l.validate().map(|_| l)) {
+        Ok(l) => {
+            // The worker id may have been set before the layout (at start, settings are applied
+            // in file order): check it against the new layout too.
+            if let Some(w) = worker_id_setting() {
+                if w as u64 > l.max_worker() {
+                    let msg = format!("pg_idgen.worker_id {w} does not fit the {} worker bits of this layout (0 .. {})", l.worker_bits, l.max_worker());
+                    record_startup_rejection("pg_idgen.layout", &msg);
+                    unsafe { set_check_detail(&msg) };
+                    return false;
+                }
+            }
+            true
+        }
+        Err(e) => {
+            record_startup_rejection("pg_idgen.layout", &e.to_string());
+            unsafe { set_check_detail(&e.to_string()) };
+            false
+        }
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn check_worker_id(newval: *mut i32, _extra: *mut *mut c_void, _source: pg_sys::GucSource::Type) -> bool {
+    let w = unsafe { *newval };
+    if w < 0 {
+        if w != -1 {
+            unsafe { set_check_detail("use -1 for \"not set\"") };
+            return false;
+        }
+        return true;
+    }
+    // Before the layout is defined (impossible: it is defined first) accept; after, check.
+    let Some(spec) = LAYOUT.get() else { return true };
+    let Ok(l) = Layout::parse(&spec.to_string_lossy()) else { return true };
+    if w as u64 > l.max_worker() {
+        let msg = format!(
+            "worker id {w} does not fit the {} worker bits of pg_idgen.layout (0 .. {})",
+            l.worker_bits,
+            l.max_worker()
+        );
+        record_startup_rejection("pg_idgen.worker_id", &msg);
+        unsafe { set_check_detail(&msg) };
+        return false;
+    }
+    true
+}
+
+pub fn init() {
+    unsafe {
+        GucRegistry::define_string_guc_with_hooks(
+            c"pg_idgen.layout",
+            c"Bit layout of generated ids: a named layout or a custom spec.",
+            c"default, twitter, instagram, sonyflake, sonyflake_v2, baidu, shardingsphere, pgedge, or \"time=41,worker=10,sequence=12,unit_ms=1,epoch=2026-01-01\". Fixed at server start.",
+            &LAYOUT,
+            GucContext::Postmaster,
+            GucFlags::default(),
+            Some(check_layout),
+            None,
+            None,
+        );
+        GucRegistry::define_int_guc_with_hooks(
+            c"pg_idgen.worker_id",
+            c"Worker id embedded in generated snowflake ids (-1 = not set).",
+            c"Must be unique across every node generating ids with the same layout. Superuser only, so ALTER DATABASE ... SET gives logical shards their own ids.",
+            &WORKER_ID,
+            -1,
+            i32::MAX,
+            GucContext::Suset,
+            GucFlags::default(),
+            Some(check_worker_id),
+            None,
+            None,
+        );
+    }
+    GucRegistry::define_int_guc(
+        c"pg_idgen.max_drift_ms",
+        c"How far the id clock may run ahead of the system clock, in milliseconds.",
+        c"After a clock step back or a burst that exhausts the sequence, ids carry a time up to this far in the future; beyond it, calls wait (pg_idgen.max_wait_ms) or fail.",
+        &MAX_DRIFT_MS,
+        0,
+        3_600_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_idgen.max_wait_ms",
+        c"Longest a call waits for the system clock before failing, in milliseconds.",
+        c"",
+        &MAX_WAIT_MS,
+        0,
+        60_000,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_idgen.reserve_ms",
+        c"How far ahead each durable time reservation reaches, in milliseconds.",
+        c"Ids are only issued inside a time window persisted (fsync'd) beforehand, so that after a crash or a restart with the clock set back no id is issued twice. Larger values mean fewer writes.",
+        &RESERVE_MS,
+        10,
+        600_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_enum_guc(
+        c"pg_idgen.sequence_start",
+        c"Where the sequence starts in each new millisecond: zero, vibrate or random.",
+        c"vibrate and random spread low-rate ids over their low bits so id % 2^n sharding stays balanced.",
+        &SEQUENCE_START,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
+
+    if let Some(msg) = STARTUP_REJECTION.with(|r| r.borrow_mut().take()) {
+        raise(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            msg,
+            Some("Fix the pg_idgen settings in postgresql.conf; the server does not start with them."),
+        );
+    }
+    // Parse now so a broken layout can never be half-used.
+    let _ = layout();
+}

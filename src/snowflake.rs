@@ -1,0 +1,171 @@
+//! `snowflake_next()` and its statistics: the server side of `pg_idgen_core::next_id`.
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+
+use pg_idgen_core::generator::state_tick;
+use pg_idgen_core::{next_id, Clock, LocalState};
+use pgrx::prelude::*;
+
+use crate::errors::{self, raise, Code};
+use crate::layouts::{ms_to_timestamptz, now_unix_ms};
+use crate::{gucs, shmem};
+
+/// The system clock (`CLOCK_REALTIME`, which is what libfaketime shifts in the tests).
+struct PgClock;
+
+impl Clock for PgClock {
+    fn now_ms(&self) -> i64 {
+        now_unix_ms()
+    }
+
+    fn wait_until(&self, target_ms: i64, max_ms: i64) {
+        let deadline = self.now_ms() + max_ms;
+        let target = target_ms.min(deadline);
+        loop {
+            let now = self.now_ms();
+            if now >= target {
+                return;
+            }
+            // A query cancel or shutdown may end the wait: nothing is held here.
+            pgrx::check_for_interrupts!();
+            if target - now > 2 {
+                unsafe { pgrx::pg_sys::pg_usleep(((target - now - 1) * 1000) as _) };
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<LocalState> = RefCell::new(LocalState::new(
+        (std::process::id() as u64) << 32 ^ now_unix_ms() as u64,
+    ));
+}
+
+/// Resolves this session's worker id (SPEC §5): `pg_idgen.worker_id`, else an error.
+pub fn worker_id() -> i64 {
+    match gucs::worker_id_setting() {
+        Some(w) => w as i64,
+        None => raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "pg_idgen worker id is not configured",
+            Some("Set pg_idgen.worker_id in postgresql.conf (or ALTER DATABASE ... SET pg_idgen.worker_id) to a value unique across every node generating ids."),
+        ),
+    }
+}
+
+fn check_layout_confirmed(sh: &shmem::Shared) {
+    if sh.layout_mismatch.load(Ordering::Relaxed) {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "pg_idgen.layout changed: the persisted generator state was made with layout \"{}\", the server now runs \"{}\"",
+                shmem::persisted_layout(sh),
+                gucs::layout().canonical()
+            ),
+            Some("Ids of two layouts can collide. Restore the old pg_idgen.layout, or, if no ids of the old layout can collide with new ones, run SELECT snowflake_accept_layout() as a superuser."),
+        );
+    }
+}
+
+/// The next snowflake id of this session's worker id.
+#[pg_extern(volatile, parallel_unsafe)]
+fn snowflake_next() -> i64 {
+    let sh = shmem::shared();
+    check_layout_confirmed(sh);
+    let worker = worker_id();
+    let layout = gucs::layout();
+    let slot = shmem::slot_for(worker);
+    let issued = LOCAL.with(|local| {
+        let mut local = local.borrow_mut();
+        next_id(&slot.ws, layout, worker as u64, gucs::policy(), &PgClock, &mut local, |tick| {
+            shmem::extend_reservation(slot, layout, tick, now_unix_ms(), true)
+        })
+    });
+    let issued = issued.unwrap_or_else(|e| errors::gen_error(e));
+    if let Some(back) = issued.step_back_ms {
+        errors::warn(
+            format!("pg_idgen: the system clock stepped back by {back} ms; ids continue from the generator's own clock"),
+            Some("Check NTP on this server. Ids stay unique and increasing while the step back is within pg_idgen.max_drift_ms."),
+        );
+    }
+    if issued.reserve_soon {
+        shmem::extend_reservation(slot, layout, issued.parts.time, now_unix_ms(), false);
+    }
+    issued.id
+}
+
+/// Per worker id: ids issued since start, the logical clock and its lead over the system clock,
+/// the durable reservation, clock steps back seen, sequence exhaustions and waits.
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+fn snowflake_stats() -> TableIterator<
+    'static,
+    (
+        name!(worker_id, i64),
+        name!(ids_issued, i64),
+        name!(logical_time, Option<TimestampWithTimeZone>),
+        name!(lead_ms, Option<i64>),
+        name!(reserved_until, Option<TimestampWithTimeZone>),
+        name!(steps_back, i64),
+        name!(exhaustions, i64),
+        name!(waits, i64),
+    ),
+> {
+    let sh = shmem::shared();
+    let layout = gucs::layout();
+    let now = now_unix_ms();
+    let mut rows: Vec<_> = sh
+        .slots
+        .iter()
+        .filter_map(|s| {
+            let w = s.worker_id.load(Ordering::Acquire);
+            (w >= 0).then_some((w, s))
+        })
+        .map(|(w, s)| {
+            let ws = &s.ws;
+            let issued = ws.issued.load(Ordering::Relaxed) as i64;
+            let tick_ms = layout.tick_to_unix_ms(state_tick(ws.state.load(Ordering::Acquire), layout.sequence_bits));
+            let reserved_ms = layout.tick_to_unix_ms(ws.reserved.load(Ordering::Acquire));
+            let logical = (tick_ms >= layout.epoch_ms as i128).then_some(tick_ms as i64);
+            (
+                w,
+                issued,
+                logical.map(ms_to_timestamptz),
+                logical.map(|l| l - now),
+                Some(ms_to_timestamptz(reserved_ms as i64)),
+                ws.steps_back.load(Ordering::Relaxed) as i64,
+                ws.exhaustions.load(Ordering::Relaxed) as i64,
+                ws.waits.load(Ordering::Relaxed) as i64,
+            )
+        })
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    TableIterator::new(rows)
+}
+
+/// After a change of `pg_idgen.layout`, confirms the new layout (superuser only). Returns
+/// whether the persisted state had been made with another layout.
+#[pg_extern(volatile, parallel_unsafe)]
+fn snowflake_accept_layout() -> bool {
+    if !unsafe { pgrx::pg_sys::superuser() } {
+        raise(
+            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "permission denied to confirm pg_idgen.layout",
+            Some("Only a superuser can run snowflake_accept_layout()."),
+        );
+    }
+    shmem::accept_layout()
+}
+
+extension_sql!(
+    r#"
+REVOKE ALL ON FUNCTION snowflake_accept_layout() FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_next() IS 'next time-ordered 64-bit id of this session''s worker id (pg_idgen.worker_id)';
+COMMENT ON FUNCTION snowflake_stats() IS 'per worker id: ids issued, logical clock and lead, reservation, steps back, exhaustions, waits';
+"#,
+    name = "snowflake_grants",
+    requires = [snowflake_accept_layout, snowflake_next, snowflake_stats],
+);
