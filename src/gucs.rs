@@ -34,8 +34,11 @@ pub static SEQUENCE_START: GucSetting<StartSetting> = GucSetting::<StartSetting>
 
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
 pub enum StartSetting {
+    #[name = c"zero"]
     Zero,
+    #[name = c"vibrate"]
     Vibrate,
+    #[name = c"random"]
     Random,
 }
 

@@ -51,7 +51,7 @@ fn tick_of(layout: &Layout, ts: TimestampWithTimeZone) -> u64 {
 }
 
 fn fmt_ms(ms: i128) -> String {
-    format!("{ms} ms since 1970")
+    pg_idgen_core::layout::format_unix_ms(ms)
 }
 
 fn worker_arg(layout: &Layout, worker: Option<i32>) -> u64 {

@@ -478,6 +478,34 @@ pub fn parse_epoch(v: &str) -> Result<i64, LayoutError> {
     Ok(ms)
 }
 
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` of a Unix-millisecond instant (proleptic Gregorian, UTC), for
+/// messages.
+pub fn format_unix_ms(ms: i128) -> String {
+    let days = ms.div_euclid(86_400_000) as i64;
+    let rem = ms.rem_euclid(86_400_000) as i64;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+/// Inverse of [`days_from_civil`].
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
+}
+
 fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
@@ -532,6 +560,17 @@ mod tests {
         assert_eq!(parse_epoch("2023-01-01").unwrap(), Layout::by_name("pgedge").unwrap().epoch_ms);
         assert_eq!(parse_epoch("2010-11-04T01:42:54.657Z").unwrap(), 1_288_834_974_657);
         assert_eq!(parse_epoch("1970-01-01T00:00:00-00:30").unwrap(), 1_800_000);
+    }
+
+    #[test]
+    fn formats_instants_and_round_trips_the_calendar() {
+        assert_eq!(format_unix_ms(DEFAULT_EPOCH_MS as i128), "2026-01-01T00:00:00.000Z");
+        assert_eq!(format_unix_ms(1_288_834_974_657), "2010-11-04T01:42:54.657Z");
+        assert_eq!(format_unix_ms(-1), "1969-12-31T23:59:59.999Z");
+        for days in -800_000..800_000i64 {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
     }
 
     #[test]

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# tests/regress/run.sh — pg_regress golden tests for pg_idgen.
+#
+# Usage: tests/regress/run.sh [TEST...]
+#   With TEST names, runs exactly those (sql/TEST.sql vs expected/TEST.out).
+#   Otherwise runs tests/regress/schedule if present, else every sql/*.sql.
+#   Env: REGRESS_PORT (default 28820), KEEP_CLUSTER=1 leaves the cluster running.
+#
+# The extension must already be installed (`make install`). The script
+# (re)creates the throwaway cluster `regress` (.run/regress, pg_idgen preloaded
+# via pgrx-config/postgresql.conf, worker_id 1), creates a fresh database
+# pg_idgen_regress, runs pg_regress --use-existing against it, prints
+# regression.diffs on failure, stops the cluster and exits non-zero on failure.
+# Results: .run/regress-out/{results/,regression.diffs,regression.out}.
+#
+# Determinism: pg_regress itself forces PGTZ=PST8PDT and
+# PGDATESTYLE="Postgres, MDY" for the psql it launches, so setting those
+# variables here would have no effect. We pass them through --launcher
+# (a command prefix for every psql) instead, so every test session runs with
+# TimeZone=UTC and DateStyle=ISO, YMD. lc_messages=C comes from the config.
+# Tests still need `SET client_min_messages = warning` where NOTICEs vary.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PGBIN=$("$PG_CONFIG" --bindir)
+PG_REGRESS=$("$PG_CONFIG" --pkglibdir)/pgxs/src/test/regress/pg_regress
+CLUSTER=${REGRESS_CLUSTER:-regress}
+PORT=${REGRESS_PORT:-28820}
+DB=pg_idgen_regress
+INPUT=$ROOT/tests/regress
+OUT=$("$ROOT/scripts/cluster.sh" rundir)/regress-out
+CL=$ROOT/scripts/cluster.sh
+
+[ -x "$PG_REGRESS" ] || { echo "pg_regress not found at $PG_REGRESS (apt-get install postgresql-server-dev-15)" >&2; exit 1; }
+[ -f "$("$PG_CONFIG" --sharedir)/extension/pg_idgen.control" ] \
+    || { echo "pg_idgen is not installed into $("$PG_CONFIG" --sharedir); run: make install" >&2; exit 1; }
+
+cleanup() {
+    if [ "${KEEP_CLUSTER:-0}" != 1 ]; then "$CL" stop "$CLUSTER" fast || true; fi
+}
+trap cleanup EXIT
+
+"$CL" destroy "$CLUSTER" >/dev/null 2>&1 || true
+"$CL" start "$CLUSTER" "$PORT"
+SOCK=$("$CL" sockdir "$CLUSTER")
+"$CL" psql "$CLUSTER" -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'"
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+if [ $# -gt 0 ]; then
+    tests=("$@")
+elif [ -f "$INPUT/schedule" ]; then
+    tests=(--schedule="$INPUT/schedule")
+else
+    tests=()
+    for f in "$INPUT"/sql/*.sql; do
+        [ -e "$f" ] || continue
+        tests+=("$(basename "$f" .sql)")
+    done
+fi
+[ ${#tests[@]} -gt 0 ] || { echo "no tests found under $INPUT/sql" >&2; exit 1; }
+
+rc=0
+"$PG_REGRESS" \
+    --use-existing \
+    --launcher="env PGTZ=UTC PGDATESTYLE=ISO,YMD PGAPPNAME=pg_regress" \
+    --bindir="$PGBIN" \
+    --host="$SOCK" --port="$PORT" --user=postgres \
+    --inputdir="$INPUT" --outputdir="$OUT" \
+    --dbname="$DB" \
+    "${tests[@]}" || rc=$?
+
+if [ $rc -ne 0 ]; then
+    if [ -s "$OUT/regression.diffs" ]; then
+        echo "================ $OUT/regression.diffs ================"
+        cat "$OUT/regression.diffs"
+    fi
+    echo "---------------- server log (tail) ----------------"
+    "$CL" log "$CLUSTER" 30 || true
+    echo "regress: FAILED (results in $OUT)" >&2
+    exit $rc
+fi
+echo "regress: all tests passed"

@@ -1,0 +1,113 @@
+-- The snowflake SQL contract: generation in DEFAULTs, decoding, bounds, composing,
+-- and every error message. The cluster runs the default layout with worker id 1.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_idgen;
+-- SQLSTATE and message of a statement, for the error cases
+CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'ok';
+EXCEPTION WHEN others THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+-- the layout in force
+SELECT name, spec, epoch, unit_ms, time_bits, worker_bits, sequence_bits,
+       max_worker_id, max_sequence, time_field_ends
+  FROM snowflake_layout();
+
+-- DEFAULT snowflake_next(): multi-row INSERT, INSERT ... SELECT, RETURNING, prepared statements
+CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_next(), ord serial, note text);
+INSERT INTO orders (note) VALUES ('a'), ('b'), ('c');
+INSERT INTO orders (note) SELECT 'n' || g FROM generate_series(1, 1000) g;
+INSERT INTO orders (note) VALUES ('returning') RETURNING id > 0 AS positive;
+PREPARE ins(text) AS INSERT INTO orders (note) VALUES ($1);
+EXECUTE ins('p1');
+EXECUTE ins('p2');
+SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids FROM orders;
+-- ids follow insertion order and all carry worker id 1
+SELECT bool_and(id > prev) AS increasing
+  FROM (SELECT id, lag(id) OVER (ORDER BY ord) AS prev FROM orders) s WHERE prev IS NOT NULL;
+SELECT DISTINCT d.worker_id FROM orders, LATERAL uid_decode(id) d;
+-- decoded time is now, to the millisecond
+SELECT bool_and(d.ts BETWEEN now() - interval '1 minute' AND clock_timestamp() + interval '2 seconds') AS ts_is_now,
+       bool_and(date_trunc('milliseconds', d.ts) = d.ts) AS ms_precision
+  FROM orders, LATERAL uid_decode(id) d;
+
+-- decoding and composing fixed values
+SELECT uid_compose('2026-06-01 12:34:56.789+00', 5, 17) AS id;
+SELECT * FROM uid_decode(54910556208910353);
+SELECT * FROM uid_decode(0);
+SELECT * FROM uid_decode(9223372036854775807);
+SELECT uid_compose(ts, worker_id, sequence) = 54910556208910353 AS inverse
+  FROM uid_decode(54910556208910353);
+-- the epoch is an instant: the session time zone does not move it
+SET TimeZone = 'Asia/Shanghai';
+SELECT uid_compose('2026-01-01 08:00:00+08', 0, 0) AS id_at_epoch;
+SELECT ts FROM uid_decode(4194304);
+RESET TimeZone;
+
+-- snowflake_at: the smallest id of an instant (and worker)
+SELECT snowflake_at('2026-06-01 12:34:56.789+00') AS at_ts,
+       snowflake_at('2026-06-01 12:34:56.789+00', 5) AS at_ts_worker_5,
+       snowflake_at('2026-06-01 12:34:56.7891+00') AS sub_ms_rounds_down,
+       snowflake_at(NULL) IS NULL AS null_in_null_out;
+SELECT count(*) AS rows_since_a_minute_ago FROM orders WHERE id >= snowflake_at(now() - interval '1 minute');
+SELECT count(*) AS rows_in_the_future FROM orders WHERE id >= snowflake_at(clock_timestamp() + interval '1 minute');
+
+-- statistics
+SELECT worker_id, ids_issued >= 1006 AS counted, lead_ms < 2000 AS lead_bounded,
+       reserved_until > now() - interval '1 minute' AS reserved, steps_back, exhaustions
+  FROM snowflake_stats();
+
+-- errors: decoding
+SELECT * FROM uid_decode(-1);
+SELECT pg_temp.sqlstate_of('SELECT uid_decode(-9223372036854775808)');
+-- errors: composing
+SELECT uid_compose('2026-06-01', 1024, 0);
+SELECT uid_compose('2026-06-01', -1, 0);
+SELECT uid_compose('2026-06-01', 1, 4096);
+SELECT uid_compose('2026-06-01', 1, -1);
+SELECT uid_compose('2025-12-31 23:59:59.999+00', 1, 0);
+SELECT uid_compose('2096-01-01', 1, 0);
+SELECT uid_compose('infinity', 1, 0);
+SELECT snowflake_at('2026-01-01', 1024);
+SELECT pg_temp.sqlstate_of($$SELECT uid_compose('2026-06-01', 1024, 0)$$);
+SELECT pg_temp.sqlstate_of($$SELECT uid_compose('2025-06-01', 0, 0)$$);
+SELECT pg_temp.sqlstate_of($$SELECT uid_compose('infinity', 0, 0)$$);
+
+-- errors: settings
+SET pg_idgen.worker_id = 1024;
+SET pg_idgen.worker_id = -2;
+SET pg_idgen.sequence_start = 'sometimes';
+SET pg_idgen.layout = 'twitter';
+SET pg_idgen.max_drift_ms = 10;
+SET pg_idgen.max_wait_ms = -1;
+SET pg_idgen.no_such_setting = 1;
+SELECT pg_temp.sqlstate_of('SET pg_idgen.worker_id = 1024');
+SELECT pg_temp.sqlstate_of('SET pg_idgen.no_such_setting = 1');
+-- a worker id that is not set is an error, never a silent 0
+SET pg_idgen.worker_id = -1;
+SELECT snowflake_next();
+SELECT pg_temp.sqlstate_of('SELECT snowflake_next()');
+RESET pg_idgen.worker_id;
+SHOW pg_idgen.worker_id;
+-- the other worker ids of this server get their own generator state
+SET pg_idgen.worker_id = 1023;
+SELECT worker_id FROM uid_decode(snowflake_next());
+RESET pg_idgen.worker_id;
+
+-- privileges: generation and decoding for everyone, configuration for superusers
+CREATE ROLE idgen_regress_user;
+SET ROLE idgen_regress_user;
+SELECT snowflake_next() > 0 AS anyone_generates;
+SELECT worker_id FROM uid_decode(4194304 * 5 + 4096 * 3);
+SET pg_idgen.worker_id = 2;
+SELECT snowflake_accept_layout();
+SELECT pg_temp.sqlstate_of('SELECT snowflake_accept_layout()');
+RESET ROLE;
+DROP ROLE idgen_regress_user;
+-- the layout matches the persisted state, so there is nothing to confirm
+SELECT snowflake_accept_layout() AS layout_had_changed;
+
+DROP TABLE orders;
