@@ -1,9 +1,9 @@
 //! Every error the extension raises goes through here: a real SQLSTATE, a message that says
 //! what is wrong, and where useful a HINT that says what to do. No Rust panic text reaches users.
 
+use pg_idgen_core::{GenError, IdError};
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
-use pg_idgen_core::{GenError, IdError};
 
 pub use pgrx::PgSqlErrorCode as Code;
 

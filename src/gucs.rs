@@ -50,10 +50,17 @@ thread_local! {
     static STARTUP_REJECTION: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
+/// `pg_idgen.layout` as read when the library was not preloaded (a postmaster setting cannot be
+/// defined after startup, so it stays a placeholder read with `GetConfigOption`).
+static UNREGISTERED_LAYOUT: OnceLock<String> = OnceLock::new();
+
 /// The generation layout of this server.
 pub fn layout() -> &'static Layout {
     PARSED_LAYOUT.get_or_init(|| {
-        let spec = LAYOUT.get().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let spec = match UNREGISTERED_LAYOUT.get() {
+            Some(s) => s.clone(),
+            None => LAYOUT.get().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+        };
         Layout::parse(&spec).unwrap_or_else(|e| {
             raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, format!("invalid pg_idgen.layout: {e}"), None)
         })
@@ -94,7 +101,11 @@ fn record_startup_rejection(name: &str, msg: &str) {
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn check_layout(newval: *mut *mut c_char, _extra: *mut *mut c_void, _source: pg_sys::GucSource::Type) -> bool {
+unsafe extern "C-unwind" fn check_layout(
+    newval: *mut *mut c_char,
+    _extra: *mut *mut c_void,
+    _source: pg_sys::GucSource::Type,
+) -> bool {
     let spec = unsafe {
         if newval.is_null() || (*newval).is_null() {
             return true;
@@ -107,7 +118,11 @@ unsafe extern "C-unwind" fn check_layout(newval: *mut *mut c_char, _extra: *mut 
             // in file order): check it against the new layout too.
             if let Some(w) = worker_id_setting() {
                 if w as u64 > l.max_worker() {
-                    let msg = format!("pg_idgen.worker_id {w} does not fit the {} worker bits of this layout (0 .. {})", l.worker_bits, l.max_worker());
+                    let msg = format!(
+                        "pg_idgen.worker_id {w} does not fit the {} worker bits of this layout (0 .. {})",
+                        l.worker_bits,
+                        l.max_worker()
+                    );
                     record_startup_rejection("pg_idgen.layout", &msg);
                     unsafe { set_check_detail(&msg) };
                     return false;
@@ -124,7 +139,11 @@ unsafe extern "C-unwind" fn check_layout(newval: *mut *mut c_char, _extra: *mut 
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn check_worker_id(newval: *mut i32, _extra: *mut *mut c_void, _source: pg_sys::GucSource::Type) -> bool {
+unsafe extern "C-unwind" fn check_worker_id(
+    newval: *mut i32,
+    _extra: *mut *mut c_void,
+    _source: pg_sys::GucSource::Type,
+) -> bool {
     let w = unsafe { *newval };
     if w < 0 {
         if w != -1 {
@@ -133,9 +152,14 @@ unsafe extern "C-unwind" fn check_worker_id(newval: *mut i32, _extra: *mut *mut 
         }
         return true;
     }
-    // Before the layout is defined (impossible: it is defined first) accept; after, check.
-    let Some(spec) = LAYOUT.get() else { return true };
-    let Ok(l) = Layout::parse(&spec.to_string_lossy()) else { return true };
+    let spec = match UNREGISTERED_LAYOUT.get() {
+        Some(s) => s.clone(),
+        None => match LAYOUT.get() {
+            Some(s) => s.to_string_lossy().into_owned(),
+            None => return true,
+        },
+    };
+    let Ok(l) = Layout::parse(&spec) else { return true };
     if w as u64 > l.max_worker() {
         let msg = format!(
             "worker id {w} does not fit the {} worker bits of pg_idgen.layout (0 .. {})",
@@ -149,19 +173,31 @@ unsafe extern "C-unwind" fn check_worker_id(newval: *mut i32, _extra: *mut *mut 
     true
 }
 
-pub fn init() {
+pub fn init(preloading: bool) {
+    if !preloading {
+        // Loaded into one backend: PGC_POSTMASTER settings can no longer be defined.
+        let placeholder = unsafe { pg_sys::GetConfigOption(c"pg_idgen.layout".as_ptr(), true, false) };
+        let spec = if placeholder.is_null() {
+            "default".to_string()
+        } else {
+            unsafe { CStr::from_ptr(placeholder) }.to_string_lossy().into_owned()
+        };
+        let _ = UNREGISTERED_LAYOUT.set(spec);
+    }
     unsafe {
-        GucRegistry::define_string_guc_with_hooks(
+        if preloading {
+            GucRegistry::define_string_guc_with_hooks(
             c"pg_idgen.layout",
             c"Bit layout of generated ids: a named layout or a custom spec.",
             c"default, twitter, instagram, sonyflake, sonyflake_v2, baidu, shardingsphere, pgedge, or \"time=41,worker=10,sequence=12,unit_ms=1,epoch=2026-01-01\". Fixed at server start.",
-            &LAYOUT,
-            GucContext::Postmaster,
-            GucFlags::default(),
-            Some(check_layout),
-            None,
-            None,
-        );
+                &LAYOUT,
+                GucContext::Postmaster,
+                GucFlags::default(),
+                Some(check_layout),
+                None,
+                None,
+            );
+        }
         GucRegistry::define_int_guc_with_hooks(
             c"pg_idgen.worker_id",
             c"Worker id embedded in generated snowflake ids (-1 = not set).",
@@ -214,7 +250,10 @@ pub fn init() {
         GucContext::Userset,
         GucFlags::default(),
     );
-    unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
+    if preloading {
+        // Reserving the prefix later would drop the pg_idgen.layout placeholder read above.
+        unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
+    }
 
     if let Some(msg) = STARTUP_REJECTION.with(|r| r.borrow_mut().take()) {
         raise(

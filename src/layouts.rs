@@ -19,12 +19,13 @@ pub fn now_unix_ms() -> i64 {
 
 pub fn ms_to_timestamptz(unix_ms: i64) -> TimestampWithTimeZone {
     let us = (unix_ms as i128 - PG_EPOCH_UNIX_MS as i128) * 1000;
-    i64::try_from(us)
-        .ok()
-        .and_then(|us| TimestampWithTimeZone::try_from(us).ok())
-        .unwrap_or_else(|| {
-            raise(Code::ERRCODE_DATETIME_FIELD_OVERFLOW, format!("{unix_ms} ms since 1970 is out of range for timestamptz"), None)
-        })
+    i64::try_from(us).ok().and_then(|us| TimestampWithTimeZone::try_from(us).ok()).unwrap_or_else(|| {
+        raise(
+            Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
+            format!("{unix_ms} ms since 1970 is out of range for timestamptz"),
+            None,
+        )
+    })
 }
 
 pub fn timestamptz_to_ms(ts: TimestampWithTimeZone) -> i64 {
@@ -60,7 +61,11 @@ fn worker_arg(layout: &Layout, worker: Option<i32>) -> u64 {
         Some(w) if w >= 0 && w as u64 <= layout.max_worker() => w as u64,
         Some(w) => raise(
             Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-            format!("worker id {w} is out of range for layout \"{}\" (0 .. {})", layout.name, layout.max_worker()),
+            format!(
+                "worker id {w} is out of range for layout \"{}\" (0 .. {})",
+                layout.name,
+                layout.max_worker()
+            ),
             None,
         ),
     }
@@ -92,9 +97,16 @@ fn snowflake_at(ts: Option<TimestampWithTimeZone>, worker_id: default!(Option<i3
 fn uid_compose(ts: TimestampWithTimeZone, worker_id: i32, sequence: i32) -> i64 {
     let layout = gucs::layout();
     if sequence < 0 {
-        errors::id_error(pg_idgen_core::IdError::SequenceOutOfRange { sequence: sequence as i64, max: layout.max_sequence() });
+        errors::id_error(pg_idgen_core::IdError::SequenceOutOfRange {
+            sequence: sequence as i64,
+            max: layout.max_sequence(),
+        });
     }
-    let parts = Parts { time: tick_of(layout, ts), worker: worker_arg(layout, Some(worker_id)), sequence: sequence as u64 };
+    let parts = Parts {
+        time: tick_of(layout, ts),
+        worker: worker_arg(layout, Some(worker_id)),
+        sequence: sequence as u64,
+    };
     layout.encode(parts).unwrap_or_else(|e| errors::id_error(e))
 }
 

@@ -138,11 +138,8 @@ fn parse_state(text: &str) -> Result<(String, Vec<(i64, i64)>), String> {
     if lines.next() != Some(STATE_HEADER) {
         return Err("unknown header".into());
     }
-    let layout = lines
-        .next()
-        .and_then(|l| l.strip_prefix("layout "))
-        .ok_or("missing layout line")?
-        .to_string();
+    let layout =
+        lines.next().and_then(|l| l.strip_prefix("layout ")).ok_or("missing layout line")?.to_string();
     let mut workers = Vec::new();
     for line in lines.filter(|l| !l.trim().is_empty()) {
         let mut f = line.split_whitespace();
@@ -164,11 +161,9 @@ unsafe fn load_state_file(sh: &Shared) {
             return;
         }
         // Refusing to start is the only safe answer: without the file, ids could repeat.
-        Err(e) => raise(
-            Code::ERRCODE_IO_ERROR,
-            format!("could not read pg_idgen state file \"{path}\": {e}"),
-            None,
-        ),
+        Err(e) => {
+            raise(Code::ERRCODE_IO_ERROR, format!("could not read pg_idgen state file \"{path}\": {e}"), None)
+        }
     };
     let (file_layout, workers) = parse_state(&text).unwrap_or_else(|e| {
         raise(
@@ -291,11 +286,8 @@ pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, 
     let current = slot.ws.reserved.load(Ordering::Acquire);
     let window = gucs::RESERVE_MS.get() as i64;
     // Re-check under the lock: another backend may have extended it meanwhile.
-    let needed = if wait {
-        current <= tick
-    } else {
-        current.saturating_sub(tick) <= window_ticks(layout, window) / 2
-    };
+    let needed =
+        if wait { current <= tick } else { current.saturating_sub(tick) <= window_ticks(layout, window) / 2 };
     if !needed {
         return;
     }
@@ -307,7 +299,12 @@ pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, 
 /// Writes the state file: for each worker, the Unix ms below which ids may have been issued.
 /// `override_slot` replaces one slot's reservation with a new, larger one. At ERROR level a
 /// failure aborts the caller; at LOG level (postmaster exit) it is only logged.
-fn write_state_file(sh: &Shared, layout: &Layout, override_slot: Option<(&Slot, u64)>, elevel: pgrx::PgLogLevel) -> bool {
+fn write_state_file(
+    sh: &Shared,
+    layout: &Layout,
+    override_slot: Option<(&Slot, u64)>,
+    elevel: pgrx::PgLogLevel,
+) -> bool {
     let mut text = format!("{STATE_HEADER}\nlayout {}\n", persisted_layout(sh));
     for slot in sh.slots.iter() {
         let w = slot.worker_id.load(Ordering::Acquire);

@@ -127,7 +127,8 @@ fn snowflake_stats() -> TableIterator<
         .map(|(w, s)| {
             let ws = &s.ws;
             let issued = ws.issued.load(Ordering::Relaxed) as i64;
-            let tick_ms = layout.tick_to_unix_ms(state_tick(ws.state.load(Ordering::Acquire), layout.sequence_bits));
+            let tick_ms =
+                layout.tick_to_unix_ms(state_tick(ws.state.load(Ordering::Acquire), layout.sequence_bits));
             let reserved_ms = layout.tick_to_unix_ms(ws.reserved.load(Ordering::Acquire));
             let logical = (tick_ms >= layout.epoch_ms as i128).then_some(tick_ms as i64);
             (

@@ -11,7 +11,9 @@ mod tests {
         let a = Spi::get_one::<i64>("SELECT snowflake_next()").unwrap().unwrap();
         let b = Spi::get_one::<i64>("SELECT snowflake_next()").unwrap().unwrap();
         assert!(b > a);
-        let w = Spi::get_one_with_args::<i32>("SELECT worker_id FROM uid_decode($1)", &[b.into()]).unwrap().unwrap();
+        let w = Spi::get_one_with_args::<i32>("SELECT worker_id FROM uid_decode($1)", &[b.into()])
+            .unwrap()
+            .unwrap();
         assert_eq!(w, 7);
     }
 
@@ -52,9 +54,15 @@ mod tests {
 
     #[pg_test]
     fn stats_count_what_was_issued() {
-        let before = Spi::get_one::<i64>("SELECT coalesce(sum(ids_issued), 0)::bigint FROM snowflake_stats() WHERE worker_id = 7").unwrap().unwrap();
+        let before = Spi::get_one::<i64>(
+            "SELECT coalesce(sum(ids_issued), 0)::bigint FROM snowflake_stats() WHERE worker_id = 7",
+        )
+        .unwrap()
+        .unwrap();
         Spi::run("SELECT snowflake_next() FROM generate_series(1, 500)").unwrap();
-        let after = Spi::get_one::<i64>("SELECT ids_issued FROM snowflake_stats() WHERE worker_id = 7").unwrap().unwrap();
+        let after = Spi::get_one::<i64>("SELECT ids_issued FROM snowflake_stats() WHERE worker_id = 7")
+            .unwrap()
+            .unwrap();
         assert_eq!(after - before, 500);
     }
 

@@ -19,7 +19,12 @@ fn main() {
     let ws = WorkerState::default();
     ws.reserved.store(u64::MAX, Ordering::Relaxed);
     let layout = Layout::by_name("default").unwrap();
-    let policy = Policy { max_drift_ms: 1000, max_wait_ms: 100, start: SequenceStart::Vibrate, reserve_window_ms: 1000 };
+    let policy = Policy {
+        max_drift_ms: 1000,
+        max_wait_ms: 100,
+        start: SequenceStart::Vibrate,
+        reserve_window_ms: 1000,
+    };
     let mut local = LocalState::new(1);
     let n = 2_000_000u32;
     let t = std::time::Instant::now();

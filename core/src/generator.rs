@@ -65,22 +65,31 @@ pub struct WorkerState {
     pub exhaustions: AtomicU64,
     pub waits: AtomicU64,
     pub steps_back: AtomicU64,
-    /// Wall-clock ms at which the last step back was counted (rate limits counting and warnings).
-    pub last_step_back_ms: AtomicI64,
+    /// Highest system-clock reading (ms) seen by any caller; a reading more than
+    /// [`STEP_BACK_MIN_MS`] below it is a step back, after which it restarts from that reading.
+    pub wall_high: AtomicI64,
+    /// Clock reading at which the last step back was reported (rate-limits warnings).
+    pub last_warning_ms: AtomicI64,
 }
+
+/// Smallest clock step back that is counted and reported. Smaller differences between the
+/// readings of concurrent callers are scheduling noise (a caller preempted between reading the
+/// clock and comparing); NTP steps the clock only for offsets above 128 ms.
+pub const STEP_BACK_MIN_MS: i64 = 20;
+
+/// A counted step back is reported at most this often.
+pub const STEP_BACK_WARNING_INTERVAL_MS: i64 = 1000;
 
 /// What the caller's process remembers between calls.
 #[derive(Clone, Debug)]
 pub struct LocalState {
-    /// Highest wall-clock reading this process has seen: a lower reading is a step back.
-    pub last_wall_ms: i64,
     /// xorshift state for [`SequenceStart::Random`].
     pub rng: u64,
 }
 
 impl LocalState {
     pub fn new(seed: u64) -> LocalState {
-        LocalState { last_wall_ms: i64::MIN, rng: seed | 1 }
+        LocalState { rng: seed | 1 }
     }
     fn random(&mut self) -> u64 {
         let mut x = self.rng;
@@ -130,11 +139,32 @@ impl std::error::Error for GenError {}
 pub struct Issued {
     pub id: i64,
     pub parts: Parts,
-    /// Set when this call detected (and counted) a clock step back: how far back, in ms.
+    /// Set when this call detected a clock step back and should report it: how far back, in ms.
     pub step_back_ms: Option<i64>,
     /// Set when the reservation should be extended soon (the issued tick is in the last half
     /// of the reserved window); the caller may do it now without blocking others.
     pub reserve_soon: bool,
+}
+
+/// Tracks the highest clock reading of all callers; counts a step back once, by the caller whose
+/// compare-and-swap moves the watermark down to its reading. Returns the step to report, if any.
+fn observe_clock(ws: &WorkerState, now_ms: i64) -> Option<i64> {
+    let high = ws.wall_high.load(Ordering::Relaxed);
+    if now_ms > high {
+        // Racing stores may leave a slightly lower value: harmless, the tolerance covers it.
+        ws.wall_high.store(now_ms, Ordering::Relaxed);
+        return None;
+    }
+    if high - now_ms < STEP_BACK_MIN_MS
+        || ws.wall_high.compare_exchange(high, now_ms, Ordering::Relaxed, Ordering::Relaxed).is_err()
+    {
+        return None;
+    }
+    ws.steps_back.fetch_add(1, Ordering::Relaxed);
+    let last = ws.last_warning_ms.load(Ordering::Relaxed);
+    let due = last == 0 || last.abs_diff(now_ms) >= STEP_BACK_WARNING_INTERVAL_MS as u64;
+    (due && ws.last_warning_ms.compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed).is_ok())
+        .then_some(high - now_ms)
 }
 
 /// Width of the range sequence start values are drawn from: 2^(bits−6), at least 8 values
@@ -194,20 +224,9 @@ pub fn next_id<C: Clock>(
     let mut waited_ms = 0i64;
     loop {
         let now_ms = clock.now_ms();
-        if now_ms < local.last_wall_ms && step_back_ms.is_none() {
-            let back = local.last_wall_ms - now_ms;
-            let last_event = ws.last_step_back_ms.load(Ordering::Relaxed);
-            if last_event.abs_diff(now_ms) >= 1000
-                && ws
-                    .last_step_back_ms
-                    .compare_exchange(last_event, now_ms, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-            {
-                ws.steps_back.fetch_add(1, Ordering::Relaxed);
-                step_back_ms = Some(back);
-            }
+        if step_back_ms.is_none() {
+            step_back_ms = observe_clock(ws, now_ms);
         }
-        local.last_wall_ms = local.last_wall_ms.max(now_ms);
 
         let now_tick = layout.unix_ms_to_tick(now_ms);
         if now_tick < 0 {
@@ -249,11 +268,7 @@ pub fn next_id<C: Clock>(
             continue;
         }
         let next = (tick << seq_bits) | seq;
-        if ws
-            .state
-            .compare_exchange_weak(last, next, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
+        if ws.state.compare_exchange_weak(last, next, Ordering::AcqRel, Ordering::Relaxed).is_err() {
             continue;
         }
         match kind {
@@ -325,10 +340,7 @@ mod tests {
     struct RealClock;
     impl Clock for RealClock {
         fn now_ms(&self) -> i64 {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_millis() as i64
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
         }
         fn wait_until(&self, target_ms: i64, max_ms: i64) {
             let deadline = self.now_ms() + max_ms;
@@ -374,7 +386,8 @@ mod tests {
             g
         }
         fn next(&mut self, clock: &TestClock) -> Result<Issued, GenError> {
-            let (ws, layout, durable, reservations) = (&self.ws, &self.layout, &self.durable, &self.reservations);
+            let (ws, layout, durable, reservations) =
+                (&self.ws, &self.layout, &self.durable, &self.reservations);
             next_id(ws, layout, self.worker, self.policy, clock, &mut self.local, |tick| {
                 let end = reservation_end(layout, tick, clock.now_ms(), self.policy.reserve_window_ms);
                 assert!(end > tick);
@@ -428,20 +441,33 @@ mod tests {
         // A step back within the drift bound: ids go on increasing on the logical clock.
         clock.add(20);
         check(g.next(&clock).unwrap(), &mut last);
-        clock.add(-5);
+        clock.add(-30);
         let i = g.next(&clock).unwrap();
-        assert_eq!(i.step_back_ms, Some(5), "the step back is reported");
+        assert_eq!(i.step_back_ms, Some(30), "the step back is reported");
         check(i, &mut last);
-        for _ in 0..100 {
+        for n in 0..3000 {
+            if n % 100 == 0 {
+                clock.add(1); // time goes on, still behind the highest reading
+            }
             let i = g.next(&clock).unwrap();
             assert_eq!(i.step_back_ms, None, "reported once");
             check(i, &mut last);
         }
+        // Another caller (a new session) reading the clock now sees no new step.
+        let mut other = LocalState::new(99);
+        let j = next_id(&g.ws, &g.layout, 3, g.policy, &clock, &mut other, |_| unreachable!()).unwrap();
+        assert_eq!(j.step_back_ms, None);
+        check(j, &mut last);
+        // A small difference is scheduling noise, not a step back.
+        clock.add(60);
+        check(g.next(&clock).unwrap(), &mut last);
+        clock.add(-(STEP_BACK_MIN_MS - 1));
+        check(g.next(&clock).unwrap(), &mut last);
         assert_eq!(g.ws.steps_back.load(Ordering::Relaxed), 1);
         assert_eq!(g.ws.waits.load(Ordering::Relaxed), 0);
 
         // A step back beyond the drift bound but within drift + wait: the call waits.
-        clock.add(-60);
+        clock.add(-45);
         let before_wait = clock.now_ms();
         check(g.next(&clock).unwrap(), &mut last);
         assert!(g.ws.waits.load(Ordering::Relaxed) >= 1);
@@ -452,7 +478,9 @@ mod tests {
         let issued = g.ws.issued.load(Ordering::Relaxed);
         clock.add(-5_000);
         let e = g.next(&clock).unwrap_err();
-        assert!(matches!(e, GenError::TooFarAhead { max_drift_ms: 50, max_wait_ms: 20, lead_ms } if lead_ms > 5_000));
+        assert!(
+            matches!(e, GenError::TooFarAhead { max_drift_ms: 50, max_wait_ms: 20, lead_ms } if lead_ms > 5_000)
+        );
         assert!(e.to_string().contains("pg_idgen.max_drift_ms"));
         assert_eq!(g.ws.issued.load(Ordering::Relaxed), issued);
         // The clock comes back: generation resumes above everything issued.
@@ -568,9 +596,15 @@ mod tests {
             ws: WorkerState,
             layout: Layout,
         }
-        let shared = Arc::new(Shared { ws: WorkerState::default(), layout: Layout::by_name("default").unwrap() });
+        let shared =
+            Arc::new(Shared { ws: WorkerState::default(), layout: Layout::by_name("default").unwrap() });
         shared.ws.reserved.store(u64::MAX, Ordering::Relaxed);
-        let policy = Policy { max_drift_ms: 10_000, max_wait_ms: 100, start: SequenceStart::Vibrate, reserve_window_ms: 1000 };
+        let policy = Policy {
+            max_drift_ms: 10_000,
+            max_wait_ms: 100,
+            start: SequenceStart::Vibrate,
+            reserve_window_ms: 1000,
+        };
         let handles: Vec<_> = (0..4)
             .map(|t| {
                 let shared = shared.clone();
@@ -578,10 +612,11 @@ mod tests {
                     let mut local = LocalState::new(t + 1);
                     let mut ids = Vec::with_capacity(250_000);
                     for _ in 0..250_000 {
-                        let i = next_id(&shared.ws, &shared.layout, 5, policy, &RealClock, &mut local, |_| {
-                            unreachable!("everything is reserved")
-                        })
-                        .unwrap();
+                        let i =
+                            next_id(&shared.ws, &shared.layout, 5, policy, &RealClock, &mut local, |_| {
+                                unreachable!("everything is reserved")
+                            })
+                            .unwrap();
                         ids.push(i.id);
                     }
                     ids

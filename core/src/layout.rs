@@ -91,9 +91,18 @@ pub enum IdError {
     Negative(i64),
     /// An id whose bits the layout cannot hold (only possible for layouts narrower than 63 bits).
     TooWide(i64),
-    TimeOutOfRange { ticks: i128, max: u64 },
-    WorkerOutOfRange { worker: i64, max: u64 },
-    SequenceOutOfRange { sequence: i64, max: u64 },
+    TimeOutOfRange {
+        ticks: i128,
+        max: u64,
+    },
+    WorkerOutOfRange {
+        worker: i64,
+        max: u64,
+    },
+    SequenceOutOfRange {
+        sequence: i64,
+        max: u64,
+    },
 }
 
 impl fmt::Display for IdError {
@@ -229,17 +238,16 @@ impl Layout {
                 .ok_or_else(|| LayoutError::Syntax(format!("\"{pair}\" is not key=value")))?;
             let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
             let bits = |v: &str| {
-                v.parse::<u32>()
-                    .map_err(|_| LayoutError::Syntax(format!("{k}: \"{v}\" is not a bit width")))
+                v.parse::<u32>().map_err(|_| LayoutError::Syntax(format!("{k}: \"{v}\" is not a bit width")))
             };
             match k.as_str() {
                 "time" => time = Some(bits(v)?),
                 "worker" => worker = Some(bits(v)?),
                 "sequence" => sequence = Some(bits(v)?),
                 "unit_ms" => {
-                    unit_ms = v.parse().map_err(|_| {
-                        LayoutError::Syntax(format!("unit_ms: \"{v}\" is not an integer"))
-                    })?
+                    unit_ms = v
+                        .parse()
+                        .map_err(|_| LayoutError::Syntax(format!("unit_ms: \"{v}\" is not an integer")))?
                 }
                 "epoch" => epoch_ms = parse_epoch(v)?,
                 "order" => {
@@ -340,12 +348,8 @@ impl Layout {
     fn shifts(&self) -> (u32, u32, u32) {
         // (time shift, worker shift, sequence shift)
         match self.order {
-            FieldOrder::WorkerAboveSequence => {
-                (self.worker_bits + self.sequence_bits, self.sequence_bits, 0)
-            }
-            FieldOrder::SequenceAboveWorker => {
-                (self.worker_bits + self.sequence_bits, 0, self.worker_bits)
-            }
+            FieldOrder::WorkerAboveSequence => (self.worker_bits + self.sequence_bits, self.sequence_bits, 0),
+            FieldOrder::SequenceAboveWorker => (self.worker_bits + self.sequence_bits, 0, self.worker_bits),
         }
     }
 
@@ -417,7 +421,8 @@ impl Layout {
 /// `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)`. A date-time without a zone is refused: an epoch is an
 /// instant, never the server's local time.
 pub fn parse_epoch(v: &str) -> Result<i64, LayoutError> {
-    let err = || LayoutError::Syntax(format!("epoch \"{v}\" is not Unix milliseconds or an RFC 3339 UTC instant"));
+    let err =
+        || LayoutError::Syntax(format!("epoch \"{v}\" is not Unix milliseconds or an RFC 3339 UTC instant"));
     if let Ok(ms) = v.parse::<i64>() {
         return Ok(ms);
     }
@@ -432,11 +437,8 @@ pub fn parse_epoch(v: &str) -> Result<i64, LayoutError> {
         None => (v, None),
     };
     let mut d = date.splitn(3, '-');
-    let (y, m, dd) = (
-        num(d.next().ok_or_else(err)?)?,
-        num(d.next().ok_or_else(err)?)?,
-        num(d.next().ok_or_else(err)?)?,
-    );
+    let (y, m, dd) =
+        (num(d.next().ok_or_else(err)?)?, num(d.next().ok_or_else(err)?)?, num(d.next().ok_or_else(err)?)?);
     if !(1..=12).contains(&m) || !(1..=days_in_month(y, m)).contains(&dd) {
         return Err(err());
     }
@@ -460,11 +462,8 @@ pub fn parse_epoch(v: &str) -> Result<i64, LayoutError> {
             None => (clock, None),
         };
         let mut t = hms.split(':');
-        let (h, mi, s) = (
-            num(t.next().ok_or_else(err)?)?,
-            num(t.next().ok_or_else(err)?)?,
-            num(t.next().unwrap_or("0"))?,
-        );
+        let (h, mi, s) =
+            (num(t.next().ok_or_else(err)?)?, num(t.next().ok_or_else(err)?)?, num(t.next().unwrap_or("0"))?);
         if t.next().is_some() || h > 23 || mi > 59 || s > 59 {
             return Err(err());
         }
@@ -549,7 +548,10 @@ mod tests {
     #[test]
     fn named_epochs_match_their_calendar_dates() {
         assert_eq!(parse_epoch("2026-01-01").unwrap(), DEFAULT_EPOCH_MS);
-        assert_eq!(parse_epoch("2015-01-01T00:00:00Z").unwrap(), Layout::by_name("discord").unwrap().epoch_ms);
+        assert_eq!(
+            parse_epoch("2015-01-01T00:00:00Z").unwrap(),
+            Layout::by_name("discord").unwrap().epoch_ms
+        );
         assert_eq!(parse_epoch("2014-09-01").unwrap(), Layout::by_name("sonyflake").unwrap().epoch_ms);
         assert_eq!(parse_epoch("2025-01-01").unwrap(), Layout::by_name("sonyflake_v2").unwrap().epoch_ms);
         assert_eq!(
@@ -575,7 +577,14 @@ mod tests {
 
     #[test]
     fn bad_epochs_are_refused() {
-        for bad in ["2026-13-01", "2026-02-30", "2026-01-01T00:00:00", "yesterday", "2026-01-01T25:00:00Z", "2026-1-1x"] {
+        for bad in [
+            "2026-13-01",
+            "2026-02-30",
+            "2026-01-01T00:00:00",
+            "yesterday",
+            "2026-01-01T25:00:00Z",
+            "2026-1-1x",
+        ] {
             assert!(parse_epoch(bad).is_err(), "{bad} accepted");
         }
     }
@@ -600,20 +609,34 @@ mod tests {
 
     #[test]
     fn custom_specs_parse_and_validate() {
-        let l = Layout::parse("time=29, worker=21, sequence=13, unit_ms=1000, epoch=2016-09-20T00:00:00+08:00").unwrap();
+        let l =
+            Layout::parse("time=29, worker=21, sequence=13, unit_ms=1000, epoch=2016-09-20T00:00:00+08:00")
+                .unwrap();
         assert_eq!((l.time_bits, l.worker_bits, l.sequence_bits, l.unit_ms), (29, 21, 13, 1000));
         assert_eq!(l.epoch_ms, 1_474_300_800_000);
         assert_eq!(Layout::parse(&l.canonical()).unwrap().canonical(), l.canonical());
         assert_eq!(Layout::parse("TWITTER").unwrap().name, "twitter");
-        assert!(matches!(Layout::parse("time=41,worker=10,sequence=13"), Err(LayoutError::Widths { total: 64, .. })));
+        assert!(matches!(
+            Layout::parse("time=41,worker=10,sequence=13"),
+            Err(LayoutError::Widths { total: 64, .. })
+        ));
         assert!(matches!(Layout::parse("time=41,worker=0,sequence=22"), Err(LayoutError::Widths { .. })));
         assert!(matches!(Layout::parse("time=20,worker=32,sequence=11"), Err(LayoutError::Widths { .. })));
         assert!(matches!(Layout::parse("time=19,worker=22,sequence=22"), Err(LayoutError::Widths { .. })));
-        assert!(matches!(Layout::parse("time=41,worker=10,sequence=12,unit_ms=0"), Err(LayoutError::Unit(0))));
+        assert!(matches!(
+            Layout::parse("time=41,worker=10,sequence=12,unit_ms=0"),
+            Err(LayoutError::Unit(0))
+        ));
         assert!(matches!(Layout::parse("time=41,worker=10"), Err(LayoutError::Syntax(_))));
-        assert!(matches!(Layout::parse("time=41,worker=10,sequence=12,colour=blue"), Err(LayoutError::Syntax(_))));
+        assert!(matches!(
+            Layout::parse("time=41,worker=10,sequence=12,colour=blue"),
+            Err(LayoutError::Syntax(_))
+        ));
         assert!(matches!(Layout::parse("nope"), Err(LayoutError::UnknownLayout(_))));
-        assert!(matches!(Layout::parse("discord"), Ok(_)), "by name it parses; generating is refused by validate");
+        assert!(
+            matches!(Layout::parse("discord"), Ok(_)),
+            "by name it parses; generating is refused by validate"
+        );
         assert!(Layout::parse("discord").unwrap().validate().is_err());
     }
 
@@ -659,9 +682,18 @@ mod tests {
     #[test]
     fn out_of_range_parts_and_ids_are_refused() {
         let d = Layout::by_name("default").unwrap();
-        assert!(matches!(d.encode(Parts { time: 1 << 41, worker: 0, sequence: 0 }), Err(IdError::TimeOutOfRange { .. })));
-        assert!(matches!(d.encode(Parts { time: 0, worker: 1024, sequence: 0 }), Err(IdError::WorkerOutOfRange { .. })));
-        assert!(matches!(d.encode(Parts { time: 0, worker: 0, sequence: 4096 }), Err(IdError::SequenceOutOfRange { .. })));
+        assert!(matches!(
+            d.encode(Parts { time: 1 << 41, worker: 0, sequence: 0 }),
+            Err(IdError::TimeOutOfRange { .. })
+        ));
+        assert!(matches!(
+            d.encode(Parts { time: 0, worker: 1024, sequence: 0 }),
+            Err(IdError::WorkerOutOfRange { .. })
+        ));
+        assert!(matches!(
+            d.encode(Parts { time: 0, worker: 0, sequence: 4096 }),
+            Err(IdError::SequenceOutOfRange { .. })
+        ));
         assert!(matches!(d.decode(-1), Err(IdError::Negative(-1))));
         assert!(d.checked_tick(DEFAULT_EPOCH_MS - 1).is_err());
         assert_eq!(d.checked_tick(DEFAULT_EPOCH_MS).unwrap(), 0);
