@@ -81,14 +81,7 @@ test-regress: install
 
 test-integration: install
 	@echo "=== [4/4] integration: tests/integration/*.sh ==="
-	@failed=(); n=0; \
-	for t in $$(ls tests/integration/*.sh 2>/dev/null | sort); do \
-	  n=$$((n+1)); echo "--- $$t"; \
-	  if bash "$$t" "$(CURDIR)"; then echo "--- $$t: ok"; else echo "--- $$t: FAILED"; failed+=("$$t"); fi; \
-	done; \
-	$(CLUSTER) stopall; \
-	if [ $${#failed[@]} -gt 0 ]; then echo "integration: $${#failed[@]} of $$n failed: $${failed[*]}"; exit 1; fi; \
-	echo "integration: $$n script(s) passed"
+	scripts/run-integration.sh
 
 bench: install
 	bench/run.sh $(BENCH_ARGS)

@@ -13,13 +13,14 @@
 #   scripts/cluster.sh log     NAME [LINES]                     # tail startup + server log
 #   scripts/cluster.sh faketime NAME OFFSET                     # e.g. -5s, +0, -2m, +1h (see below)
 #   scripts/cluster.sh destroy NAME                             # stop immediate + rm -rf
-#   scripts/cluster.sh list | stopall
+#   scripts/cluster.sh list | stopall | rundir
 #
 # Examples:
 #   scripts/cluster.sh start t1 28901 -c pg_idgen.worker_id=7 -c pg_idgen.max_drift_ms=0
 #   eval "$(scripts/cluster.sh env t1)"; psql -c 'select snowflake_next()'
 #
-# Layout: .run/NAME/ (owned by postgres, mode 755) holds
+# Layout (.run is <repo>/.run, or /tmp/pg_idgen-run when the postgres user
+# cannot reach the repo; PG_IDGEN_RUN_DIR overrides): .run/NAME/ (owned by postgres, mode 755) holds
 #   data/            PGDATA (initdb -A trust -U postgres --locale=C.UTF-8 -E UTF8)
 #   .s.PGSQL.PORT    the unix socket (PGHOST=.run/NAME)
 #   port             the port used by the last start
@@ -57,9 +58,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RUN_DIR=${PG_IDGEN_RUN_DIR:-$ROOT/.run}
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-PGBIN=$("$PG_CONFIG" --bindir)
+PGBIN=$("$PG_CONFIG" --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
 PG_USER=postgres
 FAKETIME_LIB=${FAKETIME_LIB:-/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1}
 SHARED_CONF=$ROOT/pgrx-config/postgresql.conf
@@ -82,6 +82,17 @@ as_pg() {
 
 # as root: chown; otherwise sudo
 priv() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
+
+# Where clusters live: $PG_IDGEN_RUN_DIR, else <repo>/.run when the postgres user
+# can reach the repo (e.g. /work/main, mode 755), else /tmp/pg_idgen-run (e.g. a
+# checkout under /root, mode 700). `cluster.sh rundir` prints the choice.
+if [ -n "${PG_IDGEN_RUN_DIR:-}" ]; then
+    RUN_DIR=$PG_IDGEN_RUN_DIR
+elif as_pg test -x "$ROOT" 2>/dev/null; then
+    RUN_DIR=$ROOT/.run
+else
+    RUN_DIR=/tmp/pg_idgen-run
+fi
 
 check_name() {
     [ -n "${1:-}" ] || usage
@@ -172,7 +183,8 @@ EOF
     if [ -n "$ftfile" ]; then
         [ -e "$FAKETIME_LIB" ] || die "libfaketime not found at $FAKETIME_LIB (apt-get install faketime)"
         case $ftfile in /*) ;; *) ftfile=$PWD/$ftfile ;; esac
-        [ -s "$ftfile" ] || echo "+0" > "$ftfile"
+        # the per-cluster default file restarts at real time; an explicit FAKETIME_FILE is left as is
+        if [ -z "${FAKETIME_FILE:-}" ] || [ ! -s "$ftfile" ]; then echo "+0" > "$ftfile"; fi
         chmod 644 "$ftfile" 2>/dev/null || true
         as_pg test -r "$ftfile" || die "postgres user cannot read $ftfile"
         echo "$ftfile" | as_pg tee "$CDIR/faketime_file" >/dev/null
@@ -282,17 +294,17 @@ cmd_list() {
 }
 
 cmd_stopall() {
+    # every running postmaster below .run/: our clusters (.run/NAME/data) and
+    # the ones `cargo pgrx test --pgdata .run/pgrx-test` leaves behind (.run/pgrx-test/15-PID)
     [ -d "$RUN_DIR" ] || return 0
-    local d
-    for d in "$RUN_DIR"/*/; do
-        [ -f "$d/data/PG_VERSION" ] || continue
-        set_paths "$(basename "$d")"
-        if is_running; then
-            note "stopping $NAME"
-            as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w -t 60 stop >/dev/null \
-                || as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m immediate -w stop >/dev/null || true
-        fi
-    done
+    local pidfile d
+    while IFS= read -r pidfile; do
+        d=$(dirname "$pidfile")
+        as_pg "$PGBIN/pg_ctl" -D "$d" status >/dev/null 2>&1 || continue
+        note "stopping ${d#"$RUN_DIR"/}"
+        as_pg "$PGBIN/pg_ctl" -D "$d" -m fast -w -t 60 stop >/dev/null \
+            || as_pg "$PGBIN/pg_ctl" -D "$d" -m immediate -w stop >/dev/null || true
+    done < <(find "$RUN_DIR" -mindepth 2 -maxdepth 3 -name postmaster.pid 2>/dev/null)
 }
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
@@ -311,6 +323,7 @@ case $cmd in
     faketime) cmd_faketime "$@" ;;
     destroy)  cmd_destroy "$@" ;;
     list)     cmd_list ;;
+    rundir)   echo "$RUN_DIR" ;;
     stopall)  cmd_stopall ;;
     *)        usage ;;
 esac

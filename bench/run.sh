@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# bench/run.sh — per-call cost and throughput of snowflake_next() next to
+# nextval(), nextval() on a CACHE 1000 sequence and gen_random_uuid().
+#
+# Usage: bench/run.sh [--quick]        (make bench, or make bench BENCH_ARGS=--quick)
+#   --quick       200,000 calls, 3 runs, 3 s pgbench runs (smoke test)
+#   default       2,000,000 calls, 5 runs, 10 s pgbench runs
+#   Env: BENCH_PORT (default 28830), BENCH_CALLS, BENCH_REPS, BENCH_SECONDS override the above.
+#
+# The extension must be installed (`make install`, a --release build). The script
+# recreates the throwaway cluster `bench` (.run/bench, pg_idgen preloaded,
+# worker_id 1), prints one markdown report on stdout (progress goes to stderr)
+# and stops the cluster on exit.
+#
+#   Part 1  one backend: SELECT count(<expr>) FROM generate_series(1, N), timed in
+#           a plpgsql function with clock_timestamp() deltas; runs are interleaved
+#           across the expressions, the median is reported. ns/call = time / N,
+#           overhead = ns/call - ns/call of the bare series, ratio = overhead /
+#           overhead of nextval('bench_seq').
+#   Part 2  pgbench -n -T S, -c 2 -j 2 and -c 4 -j 4, a script file per expression
+#           `SELECT count(<expr>) FROM generate_series(1, 1000);` -> calls/s = tps * 1000.
+#   Part 3  restart with -c pg_idgen.max_drift_ms=0 (no borrowing from the future),
+#           time N snowflake_next() calls in one backend, ids/s as % of the
+#           default layout's ceiling of 4,096 ids per ms = 4,096,000 ids/s.
+set -euo pipefail
+
+# ---------------------------------------------------------------------------
+# Expressions to measure: "label|SQL expression|one-time setup SQL (optional)".
+# The FIRST entry is the baseline; the entry labelled REF_LABEL is the ratio's
+# denominator. Add more generators here, e.g. the segment allocator once it exists:
+#   "segment_next|segment_next('bench')|SELECT segment_create('bench')"
+EXPRS=(
+    "bare series|g|"
+    "nextval|nextval('bench_seq')|CREATE SEQUENCE bench_seq"
+    "nextval CACHE 1000|nextval('bench_seq_cache')|CREATE SEQUENCE bench_seq_cache CACHE 1000"
+    "gen_random_uuid|gen_random_uuid()|"
+    "snowflake_next|snowflake_next()|"
+)
+REF_LABEL=nextval
+LAYOUT_CEILING=4096000          # ids/s of the default layout (12-bit sequence per ms)
+# ---------------------------------------------------------------------------
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+export PATH="$HOME/.cargo/bin:$PATH"
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PGBIN=$("$PG_CONFIG" --bindir)
+CL=$ROOT/scripts/cluster.sh
+CLUSTER=bench
+PORT=${BENCH_PORT:-28830}
+DB=bench
+
+QUICK=0
+case ${1:-} in
+    --quick) QUICK=1 ;;
+    "") ;;
+    *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
+if [ $QUICK = 1 ]; then N=200000; REPS=3; SECS=3; else N=2000000; REPS=5; SECS=10; fi
+N=${BENCH_CALLS:-$N}; REPS=${BENCH_REPS:-$REPS}; SECS=${BENCH_SECONDS:-$SECS}
+
+log() { printf '[bench] %s\n' "$*" >&2; }
+
+[ -f "$("$PG_CONFIG" --sharedir)/extension/pg_idgen.control" ] \
+    || { echo "pg_idgen is not installed; run: make install" >&2; exit 1; }
+
+cleanup() { "$CL" stop "$CLUSTER" fast >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+
+"$CL" destroy "$CLUSTER" >/dev/null 2>&1 || true
+"$CL" start "$CLUSTER" "$PORT" -c pg_idgen.worker_id=1
+SOCK=$("$CL" sockdir "$CLUSTER")
+
+q()  { PGDATABASE=$DB "$CL" psql "$CLUSTER" -At "$@"; }
+"$CL" psql "$CLUSTER" -c "CREATE DATABASE $DB"
+
+labels=(); exprs=()
+setup_sql="SET client_min_messages = warning;
+CREATE EXTENSION pg_idgen;
+CREATE FUNCTION bench_ns(q text) RETURNS float8 LANGUAGE plpgsql AS \$f\$
+DECLARE t0 timestamptz;
+BEGIN
+    t0 := clock_timestamp();
+    EXECUTE q;
+    RETURN extract(epoch FROM clock_timestamp() - t0) * 1e9;
+END \$f\$;
+CREATE TABLE bench_result (part int, label text, ord int, rep int, ns float8);"
+for e in "${EXPRS[@]}"; do
+    IFS='|' read -r label expr setup <<<"$e"
+    labels+=("$label"); exprs+=("$expr")
+    [ -z "$setup" ] || setup_sql+=$'\n'"$setup;"
+done
+q -c "$setup_sql" >/dev/null
+
+# tps (pgbench, 1000 calls per transaction) -> calls/s with thousands separators
+group() { sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 'ta'; }
+calls_per_s() { awk -v t="$1" 'BEGIN { printf "%.0f", t * 1000 }' | group; }
+NG=$(echo "$N" | group)
+sqlq() { printf "%s" "${1//\'/\'\'}"; }      # quote for a '...' SQL literal
+stmt() { echo "SELECT count($1) FROM generate_series(1, $2) g"; }
+
+# ---------------------------------------------------------------- part 1
+log "part 1: ${#EXPRS[@]} expressions x $REPS runs x $N calls, one backend"
+sql="SET client_min_messages = warning;"
+# warm-up: one run of each expression (caches, catalog, first-use allocation)
+for i in "${!labels[@]}"; do
+    sql+=$'\n'"SELECT bench_ns('$(sqlq "$(stmt "${exprs[$i]}" "$N")")');"
+done
+for r in $(seq 1 "$REPS"); do
+    for i in "${!labels[@]}"; do
+        sql+=$'\n'"INSERT INTO bench_result VALUES (1, '$(sqlq "${labels[$i]}")', $i, $r, bench_ns('$(sqlq "$(stmt "${exprs[$i]}" "$N")")'));"
+    done
+done
+q -c "$sql" >/dev/null
+
+# ---------------------------------------------------------------- part 2
+PGB_DIR=$(mktemp -d)
+trap 'cleanup; rm -rf "$PGB_DIR"' EXIT
+declare -A TPS
+for c in 2 4; do
+    for i in "${!labels[@]}"; do
+        [ "$i" -eq 0 ] && continue                       # skip the bare baseline
+        f=$PGB_DIR/expr$i.sql
+        echo "$(stmt "${exprs[$i]}" 1000);" > "$f"
+        log "part 2: pgbench -c $c -j $c -T $SECS: ${labels[$i]}"
+        out=$("$PGBIN/pgbench" -n -h "$SOCK" -p "$PORT" -U postgres -c "$c" -j "$c" -T "$SECS" -f "$f" "$DB" 2>&1) \
+            || { echo "$out" >&2; exit 1; }
+        tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p' <<<"$out")
+        [ -n "$tps" ] || { echo "$out" >&2; echo "cannot parse pgbench output" >&2; exit 1; }
+        TPS[$c,$i]=$tps
+    done
+done
+
+# ---------------------------------------------------------------- part 3
+log "part 3: restart with pg_idgen.max_drift_ms=0, $REPS x $N snowflake_next() calls"
+"$CL" restart "$CLUSTER" -c pg_idgen.worker_id=1 -c pg_idgen.max_drift_ms=0
+# Part 1 ran ahead of the wall clock (borrowing up to max_drift_ms) and the
+# restarted generator resumes from its durable high-water mark, so with
+# max_drift_ms=0 it refuses ids until the real clock has caught up: wait for that.
+for i in $(seq 1 600); do
+    q -c "SELECT snowflake_next()" >/dev/null 2>&1 && break
+    [ "$i" -lt 600 ] || { q -c "SELECT snowflake_next()"; exit 1; }
+    sleep 0.1
+done
+sf=$(stmt "snowflake_next()" "$N")
+sql="SELECT bench_ns('$(sqlq "$sf")');"      # warm-up run, not counted
+for r in $(seq 1 "$REPS"); do
+    sql+=$'\n'"INSERT INTO bench_result VALUES (3, 'snowflake_next', 0, $r, bench_ns('$(sqlq "$sf")'));"
+done
+q -c "$sql" >/dev/null
+
+# ---------------------------------------------------------------- report
+pgver=$(q -c "SELECT current_setting('server_version')")
+extver=$(q -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")
+drift=$(q -c "SELECT current_setting('pg_idgen.max_drift_ms', true)")
+model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+
+echo "### pg_idgen benchmark"
+echo
+echo "- machine: $(nproc) CPUs, ${model:-unknown CPU}, Linux $(uname -r)"
+echo "- PostgreSQL $pgver, pg_idgen $extver (release build), fsync on, shared_buffers 128MB"
+echo "- $(date -u +%Y-%m-%d) · $NG calls per run · median of $REPS runs$([ $QUICK = 1 ] && echo ' · --quick')"
+echo
+echo "**Per-call cost, one backend** (\`SELECT count(<expr>) FROM generate_series(1, $N)\`)"
+echo
+q <<SQL
+WITH med AS (
+    SELECT label, ord, percentile_cont(0.5) WITHIN GROUP (ORDER BY ns) / $N AS ns_call
+    FROM bench_result WHERE part = 1 GROUP BY label, ord
+), base AS (SELECT ns_call FROM med WHERE ord = 0),
+   ref  AS (SELECT m.ns_call - b.ns_call AS ov FROM med m, base b WHERE m.label = '$(sqlq "$REF_LABEL")')
+SELECT '| expression | ns/call | overhead ns/call | overhead vs ${REF_LABEL} |'
+UNION ALL SELECT '|---|---:|---:|---:|'
+UNION ALL (
+SELECT format('| %s | %s | %s | %s |',
+              CASE WHEN m.ord = 0 THEN 'bare generate_series (baseline)' ELSE '\`' || e.expr || '\`' END,
+              to_char(m.ns_call, 'FM999990.0'),
+              CASE WHEN m.ord = 0 THEN '—' ELSE to_char(m.ns_call - b.ns_call, 'FM999990.0') END,
+              CASE WHEN m.ord = 0 OR r.ov IS NULL OR r.ov <= 0 THEN '—'
+                   ELSE to_char((m.ns_call - b.ns_call) / r.ov, 'FM99990.00') || '×' END)
+FROM med m CROSS JOIN base b LEFT JOIN ref r ON true
+JOIN (VALUES $(for i in "${!exprs[@]}"; do printf "%s(%d, '%s')" "$([ "$i" -gt 0 ] && echo ,)" "$i" "$(sqlq "${exprs[$i]}")"; done)) e(ord, expr) ON e.ord = m.ord
+ORDER BY m.ord);
+SQL
+echo
+echo "**Aggregate throughput, pgbench** (\`-n -T $SECS\`, each transaction \`SELECT count(<expr>) FROM generate_series(1, 1000)\`)"
+echo
+echo "| expression | calls/s, -c 2 -j 2 | calls/s, -c 4 -j 4 |"
+echo "|---|---:|---:|"
+for i in "${!labels[@]}"; do
+    [ "$i" -eq 0 ] && continue
+    printf '| `%s` | %s | %s |\n' "${exprs[$i]}" \
+        "$(calls_per_s "${TPS[2,$i]}")" "$(calls_per_s "${TPS[4,$i]}")"
+done
+echo
+echo "**Single backend, no borrowing from the future** (\`pg_idgen.max_drift_ms = ${drift:-0}\`, $NG × \`snowflake_next()\`, median of $REPS)"
+echo
+q <<SQL
+SELECT '| ids/s | % of layout ceiling (4,096,000 ids/s) |'
+UNION ALL SELECT '|---:|---:|'
+UNION ALL
+SELECT format('| %s | %s %% |',
+              to_char($N / (med / 1e9), 'FM999,999,999,990'),
+              to_char(100.0 * ($N / (med / 1e9)) / $LAYOUT_CEILING, 'FM990.0'))
+FROM (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ns) AS med
+      FROM bench_result WHERE part = 3) s;
+SQL
+log "done"
