@@ -19,7 +19,7 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::OnceLock;
 
 use pg_idgen_core::{Layout, SequenceStart};
-use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::guc::{GucContext, GucEnum, GucFlags, GucRegistry, GucSetting};
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PostgresGucEnum};
 
@@ -67,22 +67,32 @@ pub fn layout() -> &'static Layout {
     })
 }
 
+/// Reads an int setting on the hot path. `GucSetting::get` also checks that it runs on the
+/// backend's main thread; `snowflake_next` is only ever called there, so the check is skipped.
+#[inline]
+fn read_int(setting: &'static GucSetting<i32>) -> i32 {
+    // SAFETY: the variable is only written by guc.c, on this same (only) backend thread.
+    unsafe { *setting.as_ptr() }
+}
+
 /// The worker id from `pg_idgen.worker_id`, if set.
 pub fn worker_id_setting() -> Option<i32> {
-    let w = WORKER_ID.get();
+    let w = read_int(&WORKER_ID);
     (w >= 0).then_some(w)
 }
 
 pub fn policy() -> pg_idgen_core::Policy {
+    // SAFETY: as in `read_int`; guc.c only stores ordinals of StartSetting's values.
+    let start = match StartSetting::from_ordinal(unsafe { *SEQUENCE_START.as_ptr() }) {
+        StartSetting::Zero => SequenceStart::Zero,
+        StartSetting::Vibrate => SequenceStart::Vibrate,
+        StartSetting::Random => SequenceStart::Random,
+    };
     pg_idgen_core::Policy {
-        max_drift_ms: MAX_DRIFT_MS.get() as i64,
-        max_wait_ms: MAX_WAIT_MS.get() as i64,
-        start: match SEQUENCE_START.get() {
-            StartSetting::Zero => SequenceStart::Zero,
-            StartSetting::Vibrate => SequenceStart::Vibrate,
-            StartSetting::Random => SequenceStart::Random,
-        },
-        reserve_window_ms: RESERVE_MS.get() as i64,
+        max_drift_ms: read_int(&MAX_DRIFT_MS) as i64,
+        max_wait_ms: read_int(&MAX_WAIT_MS) as i64,
+        start,
+        reserve_window_ms: read_int(&RESERVE_MS) as i64,
     }
 }
 
