@@ -23,7 +23,7 @@ use std::ffi::CString;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use pg_idgen_core::generator::{reservation_end, state_before_tick, state_tick, window_ticks};
+use pg_idgen_core::generator::{reservation_end, state_before_tick, state_tick};
 use pg_idgen_core::{Layout, WorkerState};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -286,8 +286,11 @@ pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, 
     let current = slot.ws.reserved.load(Ordering::Acquire);
     let window = gucs::RESERVE_MS.get() as i64;
     // Re-check under the lock: another backend may have extended it meanwhile.
-    let needed =
-        if wait { current <= tick } else { current.saturating_sub(tick) <= window_ticks(layout, window) / 2 };
+    let needed = if wait {
+        current <= tick
+    } else {
+        current.saturating_sub(tick).saturating_mul(layout.unit_ms as u64 * 2) <= window as u64
+    };
     if !needed {
         return;
     }

@@ -62,7 +62,10 @@ pub struct WorkerState {
     /// Vibration counter for [`SequenceStart::Vibrate`].
     pub vibrate: AtomicU64,
     pub issued: AtomicU64,
+    /// Ticks whose sequence ran out (each counted once, by whoever saw it first).
     pub exhaustions: AtomicU64,
+    /// The latest exhausted tick counted in `exhaustions`.
+    pub exhausted_tick: AtomicU64,
     pub waits: AtomicU64,
     pub steps_back: AtomicU64,
     /// Highest system-clock reading (ms) seen by any caller; a reading more than
@@ -241,6 +244,9 @@ pub fn next_id<C: Clock>(
         };
         let last = ws.state.load(Ordering::Acquire);
         let (tick, seq, kind) = advance(last, now_tick, start, seq_bits);
+        if kind == Kind::Exhausted && ws.exhausted_tick.fetch_max(tick - 1, Ordering::Relaxed) < tick - 1 {
+            ws.exhaustions.fetch_add(1, Ordering::Relaxed);
+        }
         if tick > layout.max_time() {
             return Err(GenError::TimeOverflow { max_tick: layout.max_time() });
         }
@@ -271,22 +277,17 @@ pub fn next_id<C: Clock>(
         if ws.state.compare_exchange_weak(last, next, Ordering::AcqRel, Ordering::Relaxed).is_err() {
             continue;
         }
-        match kind {
-            Kind::NewTick => {
-                ws.vibrate.fetch_add(1, Ordering::Relaxed);
-            }
-            Kind::Exhausted => {
-                ws.vibrate.fetch_add(1, Ordering::Relaxed);
-                ws.exhaustions.fetch_add(1, Ordering::Relaxed);
-            }
-            Kind::SameTick => {}
+        if kind != Kind::SameTick {
+            ws.vibrate.fetch_add(1, Ordering::Relaxed);
         }
         ws.issued.fetch_add(1, Ordering::Relaxed);
         let parts = Parts { time: tick, worker, sequence: seq };
         // The id cannot fail to encode: tick ≤ max_time was checked, worker was checked by the
         // caller, and seq fits its field by construction.
         let id = layout.encode(parts).expect("checked parts always encode");
-        let reserve_soon = reserved - tick <= window_ticks(layout, policy.reserve_window_ms) / 2;
+        // In the last half of the reserved window (ticks × unit ≤ window / 2, without dividing).
+        let reserve_soon =
+            (reserved - tick).saturating_mul(layout.unit_ms as u64 * 2) <= policy.reserve_window_ms as u64;
         return Ok(Issued { id, parts, step_back_ms, reserve_soon });
     }
 }
@@ -299,7 +300,7 @@ pub fn reservation_end(layout: &Layout, tick: u64, now_ms: i64, window_ms: i64) 
 }
 
 /// The reservation window in ticks (at least one).
-pub fn window_ticks(layout: &Layout, window_ms: i64) -> u64 {
+fn window_ticks(layout: &Layout, window_ms: i64) -> u64 {
     (window_ms.max(1) as u64).div_ceil(layout.unit_ms as u64)
 }
 
@@ -505,6 +506,7 @@ mod tests {
         }
         assert_eq!(clock.waited.get(), 2, "one 1-ms wait per exhausted tick");
         assert_eq!(g.ws.waits.load(Ordering::Relaxed), 2);
+        assert_eq!(g.ws.exhaustions.load(Ordering::Relaxed), 2, "two ticks ran out");
     }
 
     #[test]

@@ -399,7 +399,13 @@ impl Layout {
     /// The tick containing a Unix-millisecond instant (floor), unchecked against the field width:
     /// negative before the epoch.
     pub fn unix_ms_to_tick(&self, unix_ms: i64) -> i128 {
-        (unix_ms as i128 - self.epoch_ms as i128).div_euclid(self.unit_ms as i128)
+        // On the hot path (once per id) avoid 128-bit division: millisecond layouts need none,
+        // and the difference of two realistic instants fits an i64.
+        match unix_ms.checked_sub(self.epoch_ms) {
+            Some(d) if self.unit_ms == 1 => d as i128,
+            Some(d) => d.div_euclid(self.unit_ms) as i128,
+            None => (unix_ms as i128 - self.epoch_ms as i128).div_euclid(self.unit_ms as i128),
+        }
     }
 
     /// The tick containing `unix_ms`, checked against the time field.
