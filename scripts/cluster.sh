@@ -202,7 +202,7 @@ EOF
     fi
 
     note "starting $NAME on port $port (socket dir $CDIR)${opts:+ with: $opts}"
-    if ! as_pg env ${envs[@]+"${envs[@]}"} "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$CDIR/startup.log" \
+    if ! as_pg env -u RUST_BACKTRACE ${envs[@]+"${envs[@]}"} "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$CDIR/startup.log" \
             -w -t "${PG_START_TIMEOUT:-60}" -o "$opts" start >/dev/null; then
         show_logs 40
         die "failed to start $NAME"

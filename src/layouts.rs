@@ -1,11 +1,109 @@
 //! The SQL surface of layouts and decoding: `uid_decode`, `snowflake_at`, `uid_compose`,
-//! `snowflake_layout`. These need no shared memory and work without preloading.
+//! `snowflake_layout`, and the catalog of custom layouts (`pg_idgen_layouts`,
+//! `uid_layout_register`, `uid_layout_drop`, `uid_layouts`). None of this needs shared memory:
+//! it works without preloading.
+//!
+//! Custom layouts are read from the catalog table with SPI once per backend and cached; a
+//! statement trigger on the table sends a relcache invalidation for it on every change, and the
+//! relcache callback registered in `_PG_init` empties the cache in every backend.
 
-use pg_idgen_core::{Layout, Parts};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use pg_idgen_core::{FieldOrder, Layout, LayoutError, Parts, NAMED_LAYOUTS};
 use pgrx::prelude::*;
 
 use crate::errors::{self, raise, Code};
 use crate::gucs;
+
+thread_local! {
+    /// Custom layouts of the current database read so far, by name.
+    static CUSTOM: RefCell<HashMap<String, Layout>> = RefCell::new(HashMap::new());
+}
+
+/// Relcache callback: any invalidation of our catalog table (or a full reset) empties the cache.
+#[pg_guard]
+unsafe extern "C-unwind" fn on_relcache_invalidation(_arg: pg_sys::Datum, _relid: pg_sys::Oid) {
+    // The table's oid is not known without a catalog lookup, which a callback must not do;
+    // layouts are rarely used next to heavy DDL, so any invalidation drops the small cache.
+    let _ = CUSTOM.try_with(|c| c.borrow_mut().clear());
+}
+
+pub fn init() {
+    unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(on_relcache_invalidation), pg_sys::Datum::from(0)) };
+}
+
+/// A layout by name: the server's (`server`), a named one, or a custom one from the catalog.
+pub fn resolve(name: &str) -> Layout {
+    let key = name.trim().to_ascii_lowercase();
+    if key == "server" {
+        return gucs::layout().clone();
+    }
+    if let Some(l) = Layout::by_name(&key) {
+        return l;
+    }
+    if let Some(l) = CUSTOM.with(|c| c.borrow().get(&key).cloned()) {
+        return l;
+    }
+    let l = load_custom(&key).unwrap_or_else(|| {
+        raise(
+            Code::ERRCODE_UNDEFINED_OBJECT,
+            format!("layout \"{name}\" does not exist"),
+            Some("Use one of the named layouts (SELECT name FROM uid_layouts()) or register one with uid_layout_register()."),
+        )
+    });
+    CUSTOM.with(|c| c.borrow_mut().insert(key, l.clone()));
+    l
+}
+
+fn extension_schema() -> String {
+    Spi::get_one::<String>(
+        "SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e \
+         JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_idgen'",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "extension \"pg_idgen\" is not installed in this database",
+            Some("Run CREATE EXTENSION pg_idgen."),
+        )
+    })
+}
+
+fn load_custom(name: &str) -> Option<Layout> {
+    let query = format!(
+        "SELECT (extract(epoch FROM epoch) * 1000)::int8, unit_ms::int8, time_bits, worker_bits, \
+         sequence_bits, field_order, worker_low_bits FROM {}.pg_idgen_layouts WHERE name = $1",
+        extension_schema()
+    );
+    Spi::connect(|client| {
+        let table = client.select(query.as_str(), Some(1), &[name.into()]).ok()?;
+        let row = table.first();
+        let epoch_ms: i64 = row.get(1).ok()??;
+        let unit_ms: i64 = row.get(2).ok()??;
+        let bits = |i| row.get::<i32>(i).ok().flatten().map(|b| b.max(0) as u32);
+        let order: String = row.get(6).ok()??;
+        let low: Option<i32> = row.get(7).ok()?;
+        let order = if order == "sequence_worker" {
+            FieldOrder::SequenceAboveWorker
+        } else {
+            FieldOrder::WorkerAboveSequence
+        };
+        Layout::registered(
+            name,
+            epoch_ms,
+            unit_ms,
+            bits(3)?,
+            bits(4)?,
+            bits(5)?,
+            order,
+            low.map(|b| b.max(0) as u32),
+        )
+        .ok()
+    })
+}
 
 /// Unix milliseconds of PostgreSQL's epoch, 2000-01-01T00:00:00Z.
 const PG_EPOCH_UNIX_MS: i64 = 946_684_800_000;
@@ -75,31 +173,88 @@ fn worker_arg(layout: &Layout, worker: Option<i32>) -> u64 {
     }
 }
 
+fn decode_with(layout: &Layout, id: i64) -> (TimestampWithTimeZone, i32, i32, Parts) {
+    let p = layout.decode(id).unwrap_or_else(|e| {
+        let what = format!("{e} (layout \"{}\")", layout.name);
+        match e {
+            pg_idgen_core::IdError::Negative(_) | pg_idgen_core::IdError::TooWide(_) => {
+                raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, what, None)
+            }
+            _ => raise(Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, what, None),
+        }
+    });
+    let ms = layout.tick_to_unix_ms(p.time) as i64;
+    (ms_to_timestamptz(ms), p.worker as i32, p.sequence as i32, p)
+}
+
 /// Splits an id of the server's layout into its time (ms precision), worker id and sequence.
 #[pg_extern(immutable, parallel_safe, strict)]
 fn uid_decode(
     id: i64,
 ) -> TableIterator<'static, (name!(ts, TimestampWithTimeZone), name!(worker_id, i32), name!(sequence, i32))> {
-    let layout = gucs::layout();
-    let p = layout.decode(id).unwrap_or_else(|e| errors::id_error(e));
-    let ms = layout.tick_to_unix_ms(p.time) as i64;
-    TableIterator::once((ms_to_timestamptz(ms), p.worker as i32, p.sequence as i32))
+    let (ts, worker, sequence, _) = decode_with(gucs::layout(), id);
+    TableIterator::once((ts, worker, sequence))
+}
+
+/// Splits an id of any layout: a named one (`twitter`, `discord`, `sonyflake`, ...), a custom
+/// one from `pg_idgen_layouts`, or `server`. `worker_high`/`worker_low` are the two halves of a
+/// split machine field (Twitter datacenter/worker, Discord worker/process), else NULL.
+#[pg_extern(stable, parallel_safe, strict, name = "uid_decode")]
+#[allow(clippy::type_complexity)]
+fn uid_decode_layout(
+    id: i64,
+    layout: &str,
+) -> TableIterator<
+    'static,
+    (
+        name!(ts, TimestampWithTimeZone),
+        name!(worker_id, i32),
+        name!(sequence, i32),
+        name!(worker_high, Option<i32>),
+        name!(worker_low, Option<i32>),
+    ),
+> {
+    let layout = resolve(layout);
+    let (ts, worker, sequence, p) = decode_with(&layout, id);
+    let split = layout.split_worker(p.worker);
+    TableIterator::once((ts, worker, sequence, split.map(|s| s.0 as i32), split.map(|s| s.1 as i32)))
 }
 
 /// The smallest id of the server's layout whose time is `ts` (and whose worker is `worker_id`,
 /// 0 if omitted): a bound for range scans, `WHERE id >= snowflake_at(now() - interval '1 day')`.
 #[pg_extern(immutable, parallel_safe)]
 fn snowflake_at(ts: Option<TimestampWithTimeZone>, worker_id: default!(Option<i32>, "NULL")) -> Option<i64> {
-    let ts = ts?;
-    let layout = gucs::layout();
+    Some(at_with(gucs::layout(), ts?, worker_id))
+}
+
+/// `snowflake_at` for ids of any layout (see `uid_decode(id, layout)`).
+#[pg_extern(stable, parallel_safe, name = "snowflake_at")]
+fn snowflake_at_layout(
+    ts: Option<TimestampWithTimeZone>,
+    worker_id: Option<i32>,
+    layout: &str,
+) -> Option<i64> {
+    Some(at_with(&resolve(layout), ts?, worker_id))
+}
+
+fn at_with(layout: &Layout, ts: TimestampWithTimeZone, worker_id: Option<i32>) -> i64 {
     let parts = Parts { time: tick_of(layout, ts), worker: worker_arg(layout, worker_id), sequence: 0 };
-    Some(layout.encode(parts).unwrap_or_else(|e| errors::id_error(e)))
+    layout.encode(parts).unwrap_or_else(|e| errors::id_error(e))
 }
 
 /// Composes an id of the server's layout from its parts; the inverse of `uid_decode`.
 #[pg_extern(immutable, parallel_safe, strict)]
 fn uid_compose(ts: TimestampWithTimeZone, worker_id: i32, sequence: i32) -> i64 {
-    let layout = gucs::layout();
+    compose_with(gucs::layout(), ts, worker_id, sequence)
+}
+
+/// Composes an id of any layout; the inverse of `uid_decode(id, layout)`.
+#[pg_extern(stable, parallel_safe, strict, name = "uid_compose")]
+fn uid_compose_layout(ts: TimestampWithTimeZone, worker_id: i32, sequence: i32, layout: &str) -> i64 {
+    compose_with(&resolve(layout), ts, worker_id, sequence)
+}
+
+fn compose_with(layout: &Layout, ts: TimestampWithTimeZone, worker_id: i32, sequence: i32) -> i64 {
     if sequence < 0 {
         errors::id_error(pg_idgen_core::IdError::SequenceOutOfRange {
             sequence: sequence as i64,
@@ -147,3 +302,223 @@ fn snowflake_layout() -> TableIterator<
         ms_to_timestamptz(ends),
     ))
 }
+
+extension_sql!(
+    r#"
+CREATE TABLE pg_idgen_layouts (
+    name            text PRIMARY KEY CHECK (name ~ '^[a-z][a-z0-9_]{0,62}$'),
+    epoch           timestamptz NOT NULL,
+    unit_ms         integer NOT NULL,
+    time_bits       integer NOT NULL,
+    worker_bits     integer NOT NULL,
+    sequence_bits   integer NOT NULL,
+    field_order     text NOT NULL DEFAULT 'worker_sequence'
+                    CHECK (field_order IN ('worker_sequence', 'sequence_worker')),
+    worker_low_bits integer,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    created_by      name NOT NULL DEFAULT current_user
+);
+COMMENT ON TABLE pg_idgen_layouts IS 'custom id layouts for uid_decode/uid_compose/snowflake_at (pg_idgen); change with uid_layout_register/uid_layout_drop';
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_layouts', '');
+GRANT SELECT ON pg_idgen_layouts TO PUBLIC;
+"#,
+    name = "layouts_table",
+);
+
+/// Registers a custom layout for decoding ids of another system (superuser by default; GRANT
+/// EXECUTE and INSERT on pg_idgen_layouts to delegate). Widths must add up to 63 (or 64, the
+/// top time bit being the sign bit); `field_order` is `worker_sequence` or `sequence_worker`;
+/// `worker_low_bits` splits the worker field into `worker_high`/`worker_low`.
+#[pg_extern(volatile, parallel_unsafe)]
+#[allow(clippy::too_many_arguments)]
+fn uid_layout_register(
+    name: &str,
+    epoch: TimestampWithTimeZone,
+    time_bits: i32,
+    worker_bits: i32,
+    sequence_bits: i32,
+    unit_ms: default!(i32, 1),
+    field_order: default!(&str, "'worker_sequence'"),
+    worker_low_bits: default!(Option<i32>, "NULL"),
+) {
+    let key = name.to_ascii_lowercase();
+    if key == "server" || NAMED_LAYOUTS.contains(&key.as_str()) {
+        raise(
+            Code::ERRCODE_DUPLICATE_OBJECT,
+            format!("layout \"{name}\" is a built-in layout"),
+            Some("Choose another name."),
+        );
+    }
+    if !(1..=63).contains(&key.len())
+        || !key.starts_with(|c: char| c.is_ascii_lowercase())
+        || !key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        raise(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid layout name \"{name}\""),
+            Some("A layout name is 1 to 63 characters: a letter, then letters, digits or underscores."),
+        );
+    }
+    let order = match field_order {
+        "worker_sequence" => FieldOrder::WorkerAboveSequence,
+        "sequence_worker" => FieldOrder::SequenceAboveWorker,
+        other => raise(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid field_order \"{other}\""),
+            Some("Use worker_sequence (time | worker | sequence) or sequence_worker (time | sequence | worker, as Sonyflake)."),
+        ),
+    };
+    let bits = |v: i32| v.clamp(0, 64) as u32;
+    let low = worker_low_bits.map(|b| b.clamp(0, 64) as u32);
+    let epoch_ms = timestamptz_to_ms(epoch);
+    if let Err(e) = Layout::registered(
+        &key,
+        epoch_ms,
+        unit_ms as i64,
+        bits(time_bits),
+        bits(worker_bits),
+        bits(sequence_bits),
+        order,
+        low,
+    ) {
+        let hint = match e {
+            LayoutError::Widths { .. } => "For example a Baidu uid-generator with 29/21/13 bits: time_bits => 29, worker_bits => 21, sequence_bits => 13, unit_ms => 1000.",
+            _ => "See SELECT * FROM uid_layouts() for examples.",
+        };
+        raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, format!("invalid layout \"{name}\": {e}"), Some(hint));
+    }
+    let insert = format!(
+        "INSERT INTO {}.pg_idgen_layouts (name, epoch, unit_ms, time_bits, worker_bits, sequence_bits, field_order, worker_low_bits) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING",
+        extension_schema()
+    );
+    let inserted = Spi::connect_mut(|client| {
+        client
+            .update(
+                insert.as_str(),
+                None,
+                &[
+                    key.as_str().into(),
+                    epoch.into(),
+                    unit_ms.into(),
+                    time_bits.into(),
+                    worker_bits.into(),
+                    sequence_bits.into(),
+                    field_order.into(),
+                    worker_low_bits.into(),
+                ],
+            )
+            .map(|t| t.len())
+    })
+    .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not register layout: {e}"), None));
+    if inserted == 0 {
+        raise(
+            Code::ERRCODE_DUPLICATE_OBJECT,
+            format!("layout \"{name}\" already exists"),
+            Some("Drop it first with uid_layout_drop() (ids decoded with it will decode differently)."),
+        );
+    }
+}
+
+/// Removes a custom layout.
+#[pg_extern(volatile, parallel_unsafe, strict)]
+fn uid_layout_drop(name: &str) {
+    let delete = format!("DELETE FROM {}.pg_idgen_layouts WHERE name = $1", extension_schema());
+    let deleted = Spi::connect_mut(|client| {
+        client.update(delete.as_str(), None, &[name.to_ascii_lowercase().as_str().into()]).map(|t| t.len())
+    })
+    .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not drop layout: {e}"), None));
+    if deleted == 0 {
+        let builtin = NAMED_LAYOUTS.contains(&name.to_ascii_lowercase().as_str());
+        raise(
+            if builtin { Code::ERRCODE_INSUFFICIENT_PRIVILEGE } else { Code::ERRCODE_UNDEFINED_OBJECT },
+            if builtin {
+                format!("layout \"{name}\" is built in and cannot be dropped")
+            } else {
+                format!("layout \"{name}\" does not exist")
+            },
+            None,
+        );
+    }
+}
+
+/// Every layout `uid_decode(id, layout)` knows: the built-in ones and this database's custom ones.
+#[pg_extern(stable, parallel_safe)]
+#[allow(clippy::type_complexity)]
+fn uid_layouts() -> TableIterator<
+    'static,
+    (
+        name!(name, String),
+        name!(builtin, bool),
+        name!(epoch, TimestampWithTimeZone),
+        name!(unit_ms, i64),
+        name!(time_bits, i32),
+        name!(worker_bits, i32),
+        name!(sequence_bits, i32),
+        name!(field_order, String),
+        name!(worker_split, Option<String>),
+        name!(can_generate, bool),
+    ),
+> {
+    let mut names: Vec<(String, bool)> = NAMED_LAYOUTS.iter().map(|n| (n.to_string(), true)).collect();
+    let query = format!("SELECT name FROM {}.pg_idgen_layouts ORDER BY name", extension_schema());
+    let custom: Vec<String> = Spi::connect(|client| {
+        client
+            .select(query.as_str(), None, &[])
+            .map(|t| t.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
+            .unwrap_or_default()
+    });
+    names.extend(custom.into_iter().map(|n| (n, false)));
+    let rows: Vec<_> = names
+        .into_iter()
+        .map(|(n, builtin)| {
+            let l = resolve(&n);
+            (
+                n,
+                builtin,
+                ms_to_timestamptz(l.epoch_ms),
+                l.unit_ms,
+                l.time_bits as i32,
+                l.worker_bits as i32,
+                l.sequence_bits as i32,
+                match l.order {
+                    FieldOrder::WorkerAboveSequence => "worker_sequence".to_string(),
+                    FieldOrder::SequenceAboveWorker => "sequence_worker".to_string(),
+                },
+                l.split.map(|s| {
+                    format!(
+                        "{} {} bits, {} {} bits",
+                        s.high_name,
+                        l.worker_bits - s.low_bits,
+                        s.low_name,
+                        s.low_bits
+                    )
+                }),
+                l.validate().is_ok(),
+            )
+        })
+        .collect();
+    TableIterator::new(rows)
+}
+
+/// Statement trigger on pg_idgen_layouts: every backend drops its cached custom layouts at
+/// commit, whoever changed the table and however (functions, DML, pg_restore).
+#[pg_trigger]
+fn pg_idgen_layouts_changed<'a>(
+    trigger: &'a pgrx::PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, pgrx::PgTriggerError> {
+    unsafe { pg_sys::CacheInvalidateRelcacheByRelid(trigger.relid()?) };
+    Ok(None)
+}
+
+extension_sql!(
+    r#"
+CREATE TRIGGER pg_idgen_layouts_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_idgen_layouts
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_idgen_layouts_changed();
+REVOKE ALL ON FUNCTION uid_layout_register(text, timestamptz, integer, integer, integer, integer, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION uid_layout_drop(text) FROM PUBLIC;
+"#,
+    name = "layouts_trigger",
+    requires = ["layouts_table", pg_idgen_layouts_changed, uid_layout_register, uid_layout_drop],
+);

@@ -27,6 +27,7 @@ pub extern "C-unwind" fn _PG_init() {
     // later, the decoding functions still work and the generators raise 55000 with a hint.
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
     gucs::init(preloading);
+    layouts::init();
     if preloading {
         shmem::init();
     }

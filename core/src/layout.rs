@@ -57,6 +57,7 @@ pub enum LayoutError {
     Widths { time: u32, worker: u32, sequence: u32, total: u32 },
     Unit(i64),
     DecodeOnly(String),
+    Split { low_bits: u32, worker_bits: u32 },
 }
 
 impl fmt::Display for LayoutError {
@@ -72,9 +73,15 @@ impl fmt::Display for LayoutError {
             LayoutError::Widths { time, worker, sequence, total } => write!(
                 f,
                 "layout widths time={time} + worker={worker} + sequence={sequence} = {total} bits; \
-                 they must add up to 63, with at least 20 time bits and 1 to 31 bits each for worker and sequence"
+                 they must add up to 63 (64 for a decode-only layout whose top time bit is the sign bit), with \
+                 at least 20 time bits and 1 to 31 bits each for worker and sequence"
             ),
             LayoutError::Unit(u) => write!(f, "time unit must be between 1 and 86400000 ms, got {u}"),
+            LayoutError::Split { low_bits, worker_bits } => write!(
+                f,
+                "worker_low_bits {low_bits} must be between 1 and worker_bits - 1 ({})",
+                worker_bits.saturating_sub(1)
+            ),
             LayoutError::DecodeOnly(n) => write!(
                 f,
                 "layout \"{n}\" uses the sign bit and can only decode ids, not generate them"
@@ -280,6 +287,56 @@ impl Layout {
         };
         layout.validate()?;
         Ok(layout)
+    }
+
+    /// A layout registered for decoding (SPEC §4): 63 bits, or 64 of which the top time bit is
+    /// the sign (Discord, Instagram); at least 20 time bits; 1–31 bits each for worker and
+    /// sequence (they are SQL `int`s). `worker_low_bits` splits the worker field in two.
+    #[allow(clippy::too_many_arguments)]
+    pub fn registered(
+        name: &str,
+        epoch_ms: i64,
+        unit_ms: i64,
+        time_bits: u32,
+        worker_bits: u32,
+        sequence_bits: u32,
+        order: FieldOrder,
+        worker_low_bits: Option<u32>,
+    ) -> Result<Layout, LayoutError> {
+        let total = time_bits + worker_bits + sequence_bits;
+        if !(63..=64).contains(&total)
+            || time_bits < 20
+            || !(1..=31).contains(&worker_bits)
+            || !(1..=31).contains(&sequence_bits)
+        {
+            return Err(LayoutError::Widths {
+                time: time_bits,
+                worker: worker_bits,
+                sequence: sequence_bits,
+                total,
+            });
+        }
+        if !(1..=86_400_000).contains(&unit_ms) {
+            return Err(LayoutError::Unit(unit_ms));
+        }
+        let split = match worker_low_bits {
+            None => None,
+            Some(b) if (1..worker_bits).contains(&b) => {
+                Some(WorkerSplit { high_name: "worker_high", low_name: "worker_low", low_bits: b })
+            }
+            Some(b) => return Err(LayoutError::Split { low_bits: b, worker_bits }),
+        };
+        Ok(Layout {
+            name: name.to_string(),
+            epoch_ms,
+            unit_ms,
+            time_bits,
+            worker_bits,
+            sequence_bits,
+            order,
+            decode_only: total == 64,
+            split,
+        })
     }
 
     /// Checks widths and unit of a layout that must generate ids.
@@ -707,6 +764,58 @@ mod tests {
         assert!(discord.decode(-1).is_err());
         assert_eq!(discord.max_time(), (1 << 41) - 1);
         assert!(discord.encode(Parts { time: 1 << 41, worker: 0, sequence: 0 }).is_err());
+    }
+
+    #[test]
+    fn known_answers_from_the_peers_docs() {
+        // Discord's documentation: 175928847299117063 → 2016-04-30 11:18:25.796 UTC,
+        // worker 1, process 0, increment 7.
+        let d = Layout::by_name("discord").unwrap();
+        let p = d.decode(175_928_847_299_117_063).unwrap();
+        assert_eq!(format_unix_ms(d.tick_to_unix_ms(p.time)), "2016-04-30T11:18:25.796Z");
+        assert_eq!(d.split_worker(p.worker), Some((1, 0)));
+        assert_eq!(p.sequence, 7);
+        assert_eq!(d.encode(p).unwrap(), 175_928_847_299_117_063);
+        // Instagram's engineering blog: ms 1387263000 since its epoch, shard 1341, sequence 905.
+        let i = Layout::by_name("instagram").unwrap();
+        let p = i.decode(11_637_205_501_278_089).unwrap();
+        assert_eq!((p.time, p.worker, p.sequence), (1_387_263_000, 1341, 905));
+        assert_eq!(format_unix_ms(i.tick_to_unix_ms(p.time)), "2011-09-09T22:28:04.721Z");
+        // pgEdge's documentation: get_epoch(136169504773242881) = 1704996539.845
+        let e = Layout::by_name("pgedge").unwrap();
+        let p = e.decode(136_169_504_773_242_881).unwrap();
+        assert_eq!(e.tick_to_unix_ms(p.time), 1_704_996_539_845);
+        // A Baidu uid-generator configuration: 29 s / 21 worker / 13 sequence, epoch
+        // 2016-09-20 (+08:00): seconds, not milliseconds.
+        let b = Layout::registered(
+            "baidu_29_21_13",
+            parse_epoch("2016-09-20T00:00:00+08:00").unwrap(),
+            1000,
+            29,
+            21,
+            13,
+            FieldOrder::WorkerAboveSequence,
+            None,
+        )
+        .unwrap();
+        let id = b.encode(Parts { time: 100_000_000, worker: 2_000_000, sequence: 8191 }).unwrap();
+        assert_eq!(id, (100_000_000i64 << 34) | (2_000_000 << 13) | 8191);
+        assert_eq!(format_unix_ms(b.tick_to_unix_ms(100_000_000)), "2019-11-21T01:46:40.000Z");
+    }
+
+    #[test]
+    fn registered_layouts_are_validated() {
+        let ok = |t, w, s| Layout::registered("x", 0, 1, t, w, s, FieldOrder::WorkerAboveSequence, None);
+        assert!(ok(41, 10, 12).is_ok());
+        assert!(ok(42, 10, 12).unwrap().decode_only);
+        assert!(ok(41, 10, 11).is_err());
+        assert!(ok(43, 10, 12).is_err());
+        assert!(ok(19, 22, 22).is_err());
+        assert!(ok(20, 32, 11).is_err());
+        assert!(Layout::registered("x", 0, 0, 41, 10, 12, FieldOrder::WorkerAboveSequence, None).is_err());
+        assert!(Layout::registered("x", 0, 1, 41, 10, 12, FieldOrder::WorkerAboveSequence, Some(10)).is_err());
+        let s = Layout::registered("x", 0, 1, 41, 10, 12, FieldOrder::WorkerAboveSequence, Some(4)).unwrap();
+        assert_eq!(s.split_worker(0b111111_0101), Some((0b111111, 0b0101)));
     }
 
     #[test]
