@@ -33,11 +33,13 @@ deps:
 build:
 	cargo build --release
 
-# Unlink the old library first: cargo-pgrx copies over it in place, which would pull the code
-# from under any running server that has it mapped.
+# Build a package tree, then copy it over the system install with cp --remove-destination:
+# each old file is unlinked, never truncated in place, so a running server that has the old
+# library mapped keeps working, and nothing is removed before the build has succeeded.
 install:
-	rm -f $$($(PG_CONFIG) --pkglibdir)/pg_idgen.so
-	cargo pgrx install --release --pg-config $(PG_CONFIG)
+	rm -rf target/pgrx-pkg
+	cargo pgrx package --pg-config $(PG_CONFIG) --out-dir target/pgrx-pkg
+	cp -r --remove-destination target/pgrx-pkg/. /
 
 run: deps install
 	$(CLUSTER) start demo $(DEMO_PORT) -c pg_idgen.worker_id=1

@@ -13,6 +13,10 @@
 #   scripts/cluster.sh log     NAME [LINES]                     # tail startup + server log
 #   scripts/cluster.sh faketime NAME OFFSET                     # e.g. -5s, +0, -2m, +1h (see below)
 #   scripts/cluster.sh destroy NAME                             # stop immediate + rm -rf
+#   scripts/cluster.sh standby NAME PRIMARY PORT [postgres options...]
+#                                    # streaming standby of running PRIMARY: pg_basebackup -R -X stream
+#                                    # into .run/NAME/data (must not exist), then start as above
+#   scripts/cluster.sh promote NAME                             # pg_ctl promote -w (standby -> primary)
 #   scripts/cluster.sh list | stopall | rundir
 #
 # Examples:
@@ -276,6 +280,36 @@ cmd_faketime() {
     note "$NAME fake clock offset: $off"
 }
 
+# A streaming replica of PRIMARY laid out like any other cluster (.run/NAME/data, port, logs):
+# postgresql.conf (with its includes) comes from the primary, cluster.conf is rewritten by
+# cmd_start, and -R writes standby.signal + primary_conninfo (the primary's socket and port)
+# into postgresql.auto.conf. The copied server log of the primary is removed.
+cmd_standby() {
+    check_name "${1:-}"; check_name "${2:-}"
+    [ $# -ge 3 ] || usage
+    local name=$1 primary=$2 port=$3; shift 3
+    [[ $port =~ ^[0-9]+$ ]] || die "bad port '$port'"
+    set_paths "$primary"
+    is_running || die "primary '$primary' is not running"
+    local psock=$CDIR pport; pport=$(stored_port)
+    set_paths "$name"
+    [ ! -e "$PGDATA_DIR" ] || die "'$name' already has $PGDATA_DIR (destroy it first)"
+    ensure_dirs
+    note "pg_basebackup of $primary (port $pport) into $PGDATA_DIR"
+    as_pg "$PGBIN/pg_basebackup" -D "$PGDATA_DIR" -h "$psock" -p "$pport" -U "$PG_USER" \
+        -X stream -R --checkpoint=fast >"$CDIR/basebackup.log" 2>&1 \
+        || { cat "$CDIR/basebackup.log" >&2; die "pg_basebackup failed"; }
+    as_pg sh -c "rm -f '$PGDATA_DIR'/log/*"
+    cmd_start "$name" "$port" "$@"
+}
+
+cmd_promote() {
+    check_name "${1:-}"; set_paths "$1"
+    is_running || die "$NAME is not running"
+    note "promoting $NAME"
+    as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -w -t 60 promote >/dev/null
+}
+
 cmd_destroy() {
     check_name "${1:-}"; set_paths "$1"
     if is_running; then as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m immediate -w stop >/dev/null || true; fi
@@ -322,6 +356,8 @@ case $cmd in
     log)      check_name "${1:-}"; set_paths "$1"; show_logs "${2:-40}" 2>&1 ;;
     faketime) cmd_faketime "$@" ;;
     destroy)  cmd_destroy "$@" ;;
+    standby)  cmd_standby "$@" ;;
+    promote)  cmd_promote "$@" ;;
     list)     cmd_list ;;
     rundir)   echo "$RUN_DIR" ;;
     stopall)  cmd_stopall ;;

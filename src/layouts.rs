@@ -21,12 +21,14 @@ thread_local! {
     static CUSTOM: RefCell<HashMap<String, Layout>> = RefCell::new(HashMap::new());
 }
 
-/// Relcache callback: any invalidation of our catalog table (or a full reset) empties the cache.
+/// Relcache callback: an invalidation of one of our catalog tables (or a full reset) empties
+/// the per-backend caches of custom layouts and of the stored worker id.
 #[pg_guard]
 unsafe extern "C-unwind" fn on_relcache_invalidation(_arg: pg_sys::Datum, _relid: pg_sys::Oid) {
-    // The table's oid is not known without a catalog lookup, which a callback must not do;
-    // layouts are rarely used next to heavy DDL, so any invalidation drops the small cache.
+    // The tables' oids are not known without a catalog lookup, which a callback must not do;
+    // both caches are tiny and cheap to refill, so any invalidation drops them.
     let _ = CUSTOM.try_with(|c| c.borrow_mut().clear());
+    crate::worker::invalidate();
 }
 
 pub fn init() {
@@ -56,7 +58,8 @@ pub fn resolve(name: &str) -> Layout {
     l
 }
 
-fn extension_schema() -> String {
+/// The quoted schema of the extension in the current database (its catalog tables live there).
+pub fn extension_schema() -> String {
     Spi::get_one::<String>(
         "SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e \
          JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_idgen'",
@@ -501,10 +504,10 @@ fn uid_layouts() -> TableIterator<
     TableIterator::new(rows)
 }
 
-/// Statement trigger on pg_idgen_layouts: every backend drops its cached custom layouts at
+/// Statement trigger on pg_idgen's catalog tables: every backend drops its cached copies at
 /// commit, whoever changed the table and however (functions, DML, pg_restore).
 #[pg_trigger]
-fn pg_idgen_layouts_changed<'a>(
+fn pg_idgen_catalog_changed<'a>(
     trigger: &'a pgrx::PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, pgrx::PgTriggerError> {
     unsafe { pg_sys::CacheInvalidateRelcacheByRelid(trigger.relid()?) };
@@ -515,10 +518,10 @@ extension_sql!(
     r#"
 CREATE TRIGGER pg_idgen_layouts_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_idgen_layouts
-    FOR EACH STATEMENT EXECUTE FUNCTION pg_idgen_layouts_changed();
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_idgen_catalog_changed();
 REVOKE ALL ON FUNCTION uid_layout_register(text, timestamptz, integer, integer, integer, integer, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION uid_layout_drop(text) FROM PUBLIC;
 "#,
     name = "layouts_trigger",
-    requires = ["layouts_table", pg_idgen_layouts_changed, uid_layout_register, uid_layout_drop],
+    requires = ["layouts_table", pg_idgen_catalog_changed, uid_layout_register, uid_layout_drop],
 );

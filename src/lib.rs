@@ -4,6 +4,8 @@
 //! * [`shmem`] — shared generator state, its locking protocol and its durable state file;
 //! * [`snowflake`] — `snowflake_next()` and statistics, on top of `pg_idgen_core`'s clock policy;
 //! * [`layouts`] — decoding and composing ids (`uid_decode`, `snowflake_at`, `uid_compose`);
+//! * [`worker`] — the worker id: setting, catalog table, clone safety;
+//! * [`wal`] — the custom WAL resource manager that carries reservations to standbys;
 //! * [`errors`] — SQLSTATEs, messages and hints.
 //!
 //! The pure logic (bit layouts, the clock policy) lives in the `pg_idgen_core` crate.
@@ -15,6 +17,8 @@ mod gucs;
 mod layouts;
 mod shmem;
 mod snowflake;
+mod wal;
+mod worker;
 
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
@@ -30,6 +34,7 @@ pub extern "C-unwind" fn _PG_init() {
     layouts::init();
     if preloading {
         shmem::init();
+        wal::init();
     }
 }
 

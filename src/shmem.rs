@@ -13,6 +13,8 @@
 //!   holding `lock` exclusively, and only after the state file carrying the new value has been
 //!   written, fsync'd and durably renamed. Hence no id is ever issued from a tick the file does
 //!   not cover, and after a crash generation restarts above every id issued before.
+//! * Before `reserved` is raised, the new reservation is also WAL-logged and flushed (`wal`);
+//!   redo (crash recovery, a standby's replay) raises `state` and `reserved` under `lock`.
 //! * The state file is written only with `lock` held exclusively, or by the postmaster at exit
 //!   (no backend runs then). Nothing else is done while holding `lock`: no SPI, no catalog
 //!   access; an ERROR while it is held (disk full) releases it as part of abort.
@@ -295,8 +297,33 @@ pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, 
         return;
     }
     let end = reservation_end(layout, tick.max(current), now_ms, window);
+    // WAL first (crash recovery and standbys replay it), then the state file (which outlives
+    // the WAL recycled after checkpoints), then the ids may be issued.
+    let until_ms = layout.tick_to_unix_ms(end).min(i64::MAX as i128) as i64;
+    crate::wal::log_reservation(slot.worker_id.load(Ordering::Acquire), until_ms);
     write_state_file(sh, layout, Some((slot, end)), pgrx::PgLogLevel::ERROR);
     slot.ws.reserved.store(end, Ordering::Release);
+}
+
+/// WAL redo of a reservation (startup process: crash recovery, or a standby's replay): raise the
+/// worker's reservation and its state to at least `until_ms`, and persist it in the state file
+/// so that a restart from a later checkpoint or restartpoint still knows it.
+pub fn replay_reservation(worker: i64, until_ms: i64) {
+    let sh = shared();
+    let layout = gucs::layout();
+    let tick = layout.unix_ms_to_tick(until_ms.saturating_add(layout.unit_ms - 1)).max(0) as u64;
+    let tick = tick.min(layout.max_time() + 1);
+    let _guard = LockGuard::exclusive(sh);
+    let Some(slot) = claim_slot_locked(sh, worker) else {
+        pgrx::warning!("pg_idgen: no free slot to replay the reservation of worker id {worker}");
+        return;
+    };
+    if tick <= slot.ws.reserved.load(Ordering::Acquire) {
+        return;
+    }
+    slot.ws.state.fetch_max(state_before_tick(tick, layout.sequence_bits), Ordering::AcqRel);
+    slot.ws.reserved.store(tick, Ordering::Release);
+    write_state_file(sh, layout, None, pgrx::PgLogLevel::WARNING);
 }
 
 /// Writes the state file: for each worker, the Unix ms below which ids may have been issued.

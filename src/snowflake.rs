@@ -44,18 +44,6 @@ thread_local! {
     ));
 }
 
-/// Resolves this session's worker id (SPEC §5): `pg_idgen.worker_id`, else an error.
-pub fn worker_id() -> i64 {
-    match gucs::worker_id_setting() {
-        Some(w) => w as i64,
-        None => raise(
-            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "pg_idgen worker id is not configured",
-            Some("Set pg_idgen.worker_id in postgresql.conf (or ALTER DATABASE ... SET pg_idgen.worker_id) to a value unique across every node generating ids."),
-        ),
-    }
-}
-
 fn check_layout_confirmed(sh: &shmem::Shared) {
     if sh.layout_mismatch.load(Ordering::Relaxed) {
         raise(
@@ -74,8 +62,15 @@ fn check_layout_confirmed(sh: &shmem::Shared) {
 #[pg_extern(volatile, parallel_unsafe)]
 fn snowflake_next() -> i64 {
     let sh = shmem::shared();
+    if unsafe { pgrx::pg_sys::RecoveryInProgress() } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot generate snowflake ids during recovery",
+            Some("Ids are generated on the primary. A promoted standby continues above every id the primary reserved, as received through WAL."),
+        );
+    }
     check_layout_confirmed(sh);
-    let worker = worker_id();
+    let worker = crate::worker::resolve();
     let layout = gucs::layout();
     let slot = shmem::slot_for(worker);
     let issued = LOCAL.with(|local| {

@@ -3,6 +3,7 @@
 #
 # Source it from a test script:  . "$(dirname "$0")/lib.bash"
 #   cluster_start NAME PORT [postgres opts]   fresh cluster (destroyed first), registered for cleanup
+#   standby_start NAME PRIMARY PORT [opts]    fresh streaming standby of PRIMARY (cluster.sh standby)
 #   q NAME SQL...                             psql -At, one -c per SQL argument; prints the result
 #   check DESC ACTUAL OP EXPECTED             OP: -eq -ne -gt -ge -lt -le (integers) or == != (strings)
 #   check_match DESC TEXT REGEX               TEXT matches the (extended) regex
@@ -61,6 +62,22 @@ cluster_start() {
         STARTED_CLUSTERS+=("$name")
     fi
     "$CLUSTER" start "$name" "$port" "$@" 2>/dev/null
+}
+
+# register NAME for cleanup and destroy what a previous run left (first use only)
+register_cluster() {
+    local name=$1 c
+    for c in ${STARTED_CLUSTERS[@]+"${STARTED_CLUSTERS[@]}"}; do [ "$c" = "$name" ] && return 0; done
+    "$CLUSTER" destroy "$name" >/dev/null 2>&1 || true
+    STARTED_CLUSTERS+=("$name")
+}
+
+standby_start() {
+    local name=$1 primary=$2 port; port=$(itport "$3"); shift 3
+    register_cluster "$name"
+    "$CLUSTER" destroy "$name" >/dev/null 2>&1 || true
+    "$CLUSTER" standby "$name" "$primary" "$port" "$@" 2>"$TMP/standby.$name.err" \
+        || { cat "$TMP/standby.$name.err" >&2; return 1; }
 }
 
 # q NAME SQL... : unaligned tuples-only psql; stderr passes through

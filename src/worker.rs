@@ -1,0 +1,192 @@
+//! The worker id (SPEC §5): `pg_idgen.worker_id` if set, else this database's row in the
+//! extension table `pg_idgen_worker`, else an error — never a silent 0.
+//!
+//! The row records the cluster's `system_identifier`: a database restored or copied onto another
+//! cluster (a different identifier) refuses to generate until `set_worker_id()` confirms the id
+//! there, since two clusters generating with one worker id would produce the same ids.
+//!
+//! The row is read with SPI once and cached per backend; the catalog trigger's relcache
+//! invalidation (see `layouts`) drops the cache in every backend when the table changes. The
+//! setting is read on every call, so `SET`, `ALTER DATABASE … SET` and reloads apply at once.
+
+use std::cell::Cell;
+
+use pgrx::prelude::*;
+
+use crate::errors::{raise, Code};
+use crate::gucs;
+use crate::layouts::extension_schema;
+
+/// What the table says: the worker id and the system identifier it was set on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stored {
+    worker_id: i32,
+    system_identifier: u64,
+}
+
+thread_local! {
+    /// `None`: not read yet (or invalidated); `Some(None)`: no row.
+    static CACHE: Cell<Option<Option<Stored>>> = const { Cell::new(None) };
+}
+
+pub fn invalidate() {
+    let _ = CACHE.try_with(|c| c.set(None));
+}
+
+fn system_identifier() -> u64 {
+    unsafe { pg_sys::GetSystemIdentifier() }
+}
+
+fn stored() -> Option<Stored> {
+    if let Some(s) = CACHE.with(|c| c.get()) {
+        return s;
+    }
+    let query =
+        format!("SELECT worker_id, system_identifier::text FROM {}.pg_idgen_worker", extension_schema());
+    let s = Spi::connect(|client| {
+        let row = client.select(query.as_str(), Some(1), &[]).ok()?.first();
+        let worker_id: i32 = row.get(1).ok()??;
+        let sysid: String = row.get(2).ok()??;
+        Some(Stored { worker_id, system_identifier: sysid.parse().ok()? })
+    });
+    CACHE.with(|c| c.set(Some(s)));
+    s
+}
+
+/// This session's worker id, resolved as SPEC §5 says; raises when there is none or when the
+/// stored one was made on another cluster.
+pub fn resolve() -> i64 {
+    if let Some(w) = gucs::worker_id_setting() {
+        return w as i64;
+    }
+    let Some(s) = stored() else {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "pg_idgen worker id is not configured",
+            Some("Set pg_idgen.worker_id in postgresql.conf (or ALTER DATABASE ... SET pg_idgen.worker_id), or run SELECT set_worker_id(n) in this database, with a value unique across every node generating ids."),
+        )
+    };
+    let here = system_identifier();
+    if s.system_identifier != here {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "pg_idgen worker id {} of this database was set on another cluster (system identifier {}; this cluster is {})",
+                s.worker_id, s.system_identifier, here
+            ),
+            Some(&format!(
+                "This database was restored or copied from another cluster. If that cluster no longer generates ids with worker id {}, confirm it with SELECT set_worker_id({}); otherwise choose an unused worker id.",
+                s.worker_id, s.worker_id
+            )),
+        );
+    }
+    let layout = gucs::layout();
+    if s.worker_id as u64 > layout.max_worker() {
+        raise(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "stored worker id {} does not fit the {} worker bits of pg_idgen.layout (0 .. {})",
+                s.worker_id,
+                layout.worker_bits,
+                layout.max_worker()
+            ),
+            Some("Store a smaller one with set_worker_id()."),
+        );
+    }
+    s.worker_id as i64
+}
+
+extension_sql!(
+    r#"
+CREATE TABLE pg_idgen_worker (
+    singleton         boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    worker_id         integer NOT NULL CHECK (worker_id >= 0),
+    system_identifier numeric(20, 0) NOT NULL,
+    set_at            timestamptz NOT NULL DEFAULT now(),
+    set_by            name NOT NULL DEFAULT current_user
+);
+COMMENT ON TABLE pg_idgen_worker IS 'this database''s snowflake worker id when pg_idgen.worker_id is not set (pg_idgen); change with set_worker_id/clear_worker_id';
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_worker', '');
+GRANT SELECT ON pg_idgen_worker TO PUBLIC;
+CREATE TRIGGER pg_idgen_worker_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_idgen_worker
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_idgen_catalog_changed();
+"#,
+    name = "worker_table",
+    requires = ["layouts_trigger"],
+);
+
+/// Stores this database's worker id, for sessions where `pg_idgen.worker_id` is not set, with
+/// this cluster's system identifier; on a restored or copied database it confirms the id.
+#[pg_extern(volatile, parallel_unsafe, strict)]
+fn set_worker_id(worker_id: i32) {
+    let layout = gucs::layout();
+    if worker_id < 0 || worker_id as u64 > layout.max_worker() {
+        raise(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "worker id {worker_id} does not fit the {} worker bits of pg_idgen.layout (0 .. {})",
+                layout.worker_bits,
+                layout.max_worker()
+            ),
+            None,
+        );
+    }
+    let upsert = format!(
+        "INSERT INTO {}.pg_idgen_worker (worker_id, system_identifier) VALUES ($1, $2::numeric) \
+         ON CONFLICT (singleton) DO UPDATE SET worker_id = EXCLUDED.worker_id, \
+         system_identifier = EXCLUDED.system_identifier, set_at = now(), set_by = current_user",
+        extension_schema()
+    );
+    let sysid = system_identifier().to_string();
+    Spi::connect_mut(|client| {
+        client.update(upsert.as_str(), None, &[worker_id.into(), sysid.as_str().into()]).map(|_| ())
+    })
+    .unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not store the worker id: {e}"), None)
+    });
+}
+
+/// Removes this database's stored worker id.
+#[pg_extern(volatile, parallel_unsafe)]
+fn clear_worker_id() -> bool {
+    let delete = format!("DELETE FROM {}.pg_idgen_worker", extension_schema());
+    Spi::connect_mut(|client| client.update(delete.as_str(), None, &[]).map(|t| t.len() > 0)).unwrap_or_else(
+        |e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not clear the worker id: {e}"), None),
+    )
+}
+
+/// Where this session's worker id comes from: `setting` (pg_idgen.worker_id) or `table`
+/// (set_worker_id), and for a stored one the system identifier it was set on and whether that is
+/// this cluster.
+#[pg_extern(volatile, parallel_safe)]
+fn snowflake_worker() -> TableIterator<
+    'static,
+    (
+        name!(worker_id, Option<i32>),
+        name!(source, Option<String>),
+        name!(system_identifier, Option<String>),
+        name!(confirmed, Option<bool>),
+    ),
+> {
+    let row = match (gucs::worker_id_setting(), stored()) {
+        (Some(w), _) => (Some(w), Some("setting".to_string()), None, None),
+        (None, Some(s)) => (
+            Some(s.worker_id),
+            Some("table".to_string()),
+            Some(s.system_identifier.to_string()),
+            Some(s.system_identifier == system_identifier()),
+        ),
+        (None, None) => (None, None, None, None),
+    };
+    TableIterator::once(row)
+}
+
+extension_sql!(
+    r#"
+REVOKE ALL ON FUNCTION set_worker_id(integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION clear_worker_id() FROM PUBLIC;
+"#,
+    name = "worker_grants",
+    requires = [set_worker_id, clear_worker_id],
+);
