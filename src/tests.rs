@@ -72,7 +72,28 @@ mod tests {
         Spi::run("SELECT snowflake_next()").unwrap();
     }
 
-    #[pg_test(error = "id -5 is negative; ids of this layout are positive")]
+    #[pg_test]
+    fn decodes_discords_documented_example() {
+        let row = Spi::get_three::<String, i32, i32>(
+            "SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS'), worker_high, worker_low \
+             FROM uid_decode(175928847299117063, 'discord')",
+        )
+        .unwrap();
+        assert_eq!(row, (Some("2016-04-30 11:18:25.796".into()), Some(1), Some(0)));
+    }
+
+    #[pg_test]
+    fn stored_worker_id_is_used_when_the_setting_is_unset() {
+        Spi::run("SET pg_idgen.worker_id = -1").unwrap();
+        Spi::run("SELECT set_worker_id(99)").unwrap();
+        let w = Spi::get_one::<i32>("SELECT worker_id FROM uid_decode(snowflake_next())").unwrap().unwrap();
+        assert_eq!(w, 99);
+        Spi::run("SET pg_idgen.worker_id = 7").unwrap();
+        let w = Spi::get_one::<i32>("SELECT worker_id FROM uid_decode(snowflake_next())").unwrap().unwrap();
+        assert_eq!(w, 7, "the setting wins over the table");
+    }
+
+    #[pg_test(error = "id -5 is negative; ids of this layout are positive (layout \"default\")")]
     fn negative_ids_do_not_decode() {
         Spi::run("SELECT * FROM uid_decode(-5)").unwrap();
     }
