@@ -303,22 +303,6 @@ impl Layout {
         order: FieldOrder,
         worker_low_bits: Option<u32>,
     ) -> Result<Layout, LayoutError> {
-        let total = time_bits + worker_bits + sequence_bits;
-        if !(63..=64).contains(&total)
-            || time_bits < 20
-            || !(1..=31).contains(&worker_bits)
-            || !(1..=31).contains(&sequence_bits)
-        {
-            return Err(LayoutError::Widths {
-                time: time_bits,
-                worker: worker_bits,
-                sequence: sequence_bits,
-                total,
-            });
-        }
-        if !(1..=86_400_000).contains(&unit_ms) {
-            return Err(LayoutError::Unit(unit_ms));
-        }
         let split = match worker_low_bits {
             None => None,
             Some(b) if (1..worker_bits).contains(&b) => {
@@ -326,7 +310,7 @@ impl Layout {
             }
             Some(b) => return Err(LayoutError::Split { low_bits: b, worker_bits }),
         };
-        Ok(Layout {
+        let layout = Layout {
             name: name.to_string(),
             epoch_ms,
             unit_ms,
@@ -334,22 +318,28 @@ impl Layout {
             worker_bits,
             sequence_bits,
             order,
-            decode_only: total == 64,
+            decode_only: time_bits + worker_bits + sequence_bits == 64,
             split,
-        })
+        };
+        layout.check_fields(true)?;
+        Ok(layout)
     }
 
     /// Checks widths and unit of a layout that must generate ids.
     pub fn validate(&self) -> Result<(), LayoutError> {
-        let total = self.time_bits + self.worker_bits + self.sequence_bits;
         if self.decode_only {
             return Err(LayoutError::DecodeOnly(self.name.clone()));
         }
         // Custom layouts have exactly 63 bits; Instagram's published layout is 64 bits wide, of
         // which the top time bit is the (always zero) sign bit.
-        let widths_ok = total == 63 || (total == 64 && self.name == "instagram");
-        // Worker and sequence are returned as SQL `int`s: at most 31 bits each.
-        if !widths_ok
+        self.check_fields(self.name == "instagram")
+    }
+
+    /// Widths add up to 63 (or 64 where allowed: the top time bit is the sign bit), at least 20
+    /// time bits, 1–31 bits each for worker and sequence (they are SQL `int`s), a sane unit.
+    fn check_fields(&self, allow_64_bits: bool) -> Result<(), LayoutError> {
+        let total = self.total_bits();
+        if !(total == 63 || (allow_64_bits && total == 64))
             || self.time_bits < 20
             || !(1..=31).contains(&self.worker_bits)
             || !(1..=31).contains(&self.sequence_bits)

@@ -2,7 +2,7 @@
 # 70_worker_table — worker ids from the extension's catalog table (SPEC §5, issue 5):
 #  A. resolution GUC -> table -> error: with pg_idgen.worker_id = -1, snowflake_next() fails with
 #     55000 "not configured"; set_worker_id(42) stores the id (ids decode to 42, snowflake_worker()
-#     says 'table', confirmed, this cluster's system_identifier; the table is registered with
+#     says 'table', confirmed, this cluster's system_identifier; 'setting' rows have confirmed NULL; the table is registered with
 #     pg_extension_config_dump); an ordinary role generates with it but gets 42501 from
 #     set_worker_id / clear_worker_id / writing the table; out-of-range ids -> 22023 (1023 is the
 #     largest the default layout holds); clear_worker_id() -> 55000 again; ALTER DATABASE ... SET
@@ -71,7 +71,7 @@ check "A: clear_worker_id(): rows in pg_idgen_worker" "$(qdb "$C1" a "SELECT cou
 PGDATABASE=a expect_sql_error "$C1" 55000 'worker id is not configured' "SELECT snowflake_next()"
 qdb "$C1" a "SELECT set_worker_id(42)" >/dev/null
 q "$C1" "ALTER DATABASE a SET pg_idgen.worker_id = 9" >/dev/null
-check "A: ALTER DATABASE a SET pg_idgen.worker_id = 9 overrides the table" "$(worker "$C1" a)" == "9 setting true"
+check "A: ALTER DATABASE a SET pg_idgen.worker_id = 9 overrides the table" "$(worker "$C1" a)" == "9 setting -"
 check "A: ... ids decode to 9" "$(decoded "$C1" a 1000)" == "9:1000"
 q "$C1" "ALTER DATABASE a RESET pg_idgen.worker_id" >/dev/null
 check "A: ALTER DATABASE a RESET pg_idgen.worker_id: back to the table" "$(worker "$C1" a)" == "42 table true"
@@ -131,14 +131,15 @@ check "C: source database stores 42 on $C1" "$(worker "$C1" a)" == "42 table tru
 dump=$TMP/a.dump
 touch "$dump"; chown postgres "$dump"
 runuser -u postgres -- "$PGB/pg_dump" -h "$("$CLUSTER" sockdir "$C1")" -p "$("$CLUSTER" port "$C1")" -U postgres -Fc -f "$dump" a
-q "$C2" "CREATE DATABASE a" >/dev/null
+q "$C2" "CREATE DATABASE a" "CREATE ROLE app LOGIN" >/dev/null   # roles are cluster-wide: not in the dump
 runuser -u postgres -- "$PGB/pg_restore" -h "$("$CLUSTER" sockdir "$C2")" -p "$("$CLUSTER" port "$C2")" -U postgres -d a "$dump"
 check "C: restored pg_idgen_worker rows" "$(qdb "$C2" a "SELECT count(*) FROM pg_idgen_worker")" -eq 1
 PGDATABASE=a expect_sql_error "$C2" 55000 'was set on another cluster' "SELECT snowflake_next()"
 check_match "C: the error's HINT names set_worker_id()" "$(grep -m1 'HINT:' <<<"$LAST_ERR" || true)" 'HINT: .*set_worker_id'
 check "C: snowflake_worker() on the clone" "$(worker "$C2" a)" == "42 table false"
+check "C: ... system_identifier is the one the row was made on ($C1)" "$(qdb "$C2" a "SELECT system_identifier FROM snowflake_worker()")" == "$SYS1"
 log "C: snowflake_worker() on the clone: $(qdb "$C2" a "SELECT row(w.*) FROM snowflake_worker() w")"
-PGDATABASE=a expect_sql_error "$C2" 55000 'was set on another cluster' "CREATE ROLE app2" "SET ROLE app2" "SELECT snowflake_next()"
+PGDATABASE=a expect_sql_error "$C2" 55000 'was set on another cluster' "SET ROLE app" "SELECT snowflake_next()"
 PGDATABASE=a expect_sql_error "$C2" 55000 'was set on another cluster' "SELECT snowflake_next()"
 qdb "$C2" a "SELECT set_worker_id(42)" >/dev/null
 check "C: after set_worker_id(42) on $C2: snowflake_worker()" "$(worker "$C2" a)" == "42 table true"
@@ -155,7 +156,7 @@ for w in 11 12 13 14; do
     qdb "$C1" "s$w" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
     [ $w -eq 14 ] && qdb "$C1" s14 "SELECT set_worker_id(14)" >/dev/null
 done
-for w in 11 12 13; do check "D: s$w: snowflake_worker()" "$(worker "$C1" "s$w")" == "$w setting true"; done
+for w in 11 12 13; do check "D: s$w: snowflake_worker()" "$(worker "$C1" "s$w")" == "$w setting -"; done
 check "D: s14: snowflake_worker()" "$(worker "$C1" s14)" == "14 table true"
 s=$(date +%s.%N)
 pids=()

@@ -2,13 +2,6 @@
 -- and their errors.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_idgen;
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN others THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 
 SELECT name, builtin, epoch, unit_ms, time_bits, worker_bits, sequence_bits, field_order,
        worker_split, can_generate
@@ -82,25 +75,25 @@ SELECT uid_layout_register('bad', '2016-09-20Z', 41, 10, 12, worker_low_bits => 
 SELECT uid_layout_register('Bad Name', '2016-09-20Z', 41, 10, 12);
 SELECT uid_layout_drop('no_such_layout');
 SELECT uid_layout_drop('discord');
-SELECT pg_temp.sqlstate_of($$SELECT uid_decode(1, 'no_such_layout')$$);
-SELECT pg_temp.sqlstate_of($$SELECT uid_layout_register('twitter', '2016-09-20Z', 41, 10, 12)$$);
-SELECT pg_temp.sqlstate_of($$SELECT uid_layout_register('baidu_29_21_13', '2016-09-20Z', 29, 21, 13)$$);
-SELECT pg_temp.sqlstate_of($$SELECT uid_layout_register('bad', '2016-09-20Z', 41, 10, 14)$$);
+SELECT regress_sqlstate_of($$SELECT uid_decode(1, 'no_such_layout')$$);
+SELECT regress_sqlstate_of($$SELECT uid_layout_register('twitter', '2016-09-20Z', 41, 10, 12)$$);
+SELECT regress_sqlstate_of($$SELECT uid_layout_register('baidu_29_21_13', '2016-09-20Z', 29, 21, 13)$$);
+SELECT regress_sqlstate_of($$SELECT uid_layout_register('bad', '2016-09-20Z', 41, 10, 14)$$);
 -- a 64-bit layout (like Instagram's) is accepted for decoding; it cannot generate
 SELECT uid_layout_register('wide', '2016-09-20Z', 41, 10, 13);
 SELECT name, can_generate FROM uid_layouts() WHERE name = 'wide';
 SELECT * FROM uid_decode(4611686018427387904, 'wide');
 SELECT uid_layout_drop('wide');
-SELECT pg_temp.sqlstate_of($$SELECT uid_decode(-1, 'twitter')$$);
+SELECT regress_sqlstate_of($$SELECT uid_decode(-1, 'twitter')$$);
 -- only privileged roles register layouts; everyone decodes
 CREATE ROLE idgen_layout_user;
 SET ROLE idgen_layout_user;
 SELECT worker_id FROM uid_decode(175928847299117063, 'discord');
 SELECT * FROM uid_decode(1718986769072512999, 'baidu_29_21_13');
-SELECT pg_temp.sqlstate_of($$SELECT uid_layout_register('mine', '2016-09-20Z', 41, 10, 12)$$);
-SELECT pg_temp.sqlstate_of($$SELECT uid_layout_drop('baidu_29_21_13')$$);
+SELECT regress_sqlstate_of($$SELECT uid_layout_register('mine', '2016-09-20Z', 41, 10, 12)$$);
+SELECT regress_sqlstate_of($$SELECT uid_layout_drop('baidu_29_21_13')$$);
 RESET ROLE;
 DROP ROLE idgen_layout_user;
 -- dropping a layout: the next decode (in every session) no longer finds it
 SELECT uid_layout_drop('flake_split');
-SELECT pg_temp.sqlstate_of($$SELECT uid_decode(1, 'flake_split')$$);
+SELECT regress_sqlstate_of($$SELECT uid_decode(1, 'flake_split')$$);

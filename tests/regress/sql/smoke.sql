@@ -2,3 +2,11 @@
 SET client_min_messages = warning;
 CREATE EXTENSION pg_idgen;
 SELECT snowflake_next() > 0 AS positive;
+-- regress_sqlstate_of(q): SQLSTATE and message of a statement, for the other tests' error cases
+CREATE FUNCTION regress_sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'ok';
+EXCEPTION WHEN others THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;

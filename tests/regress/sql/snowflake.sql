@@ -2,14 +2,6 @@
 -- and every error message. The cluster runs the default layout with worker id 1.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_idgen;
--- SQLSTATE and message of a statement, for the error cases
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN others THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 
 -- the layout in force
 SELECT name, spec, epoch, unit_ms, time_bits, worker_bits, sequence_bits,
@@ -62,7 +54,7 @@ SELECT worker_id, ids_issued >= 1006 AS counted, lead_ms < 2000 AS lead_bounded,
 
 -- errors: decoding
 SELECT * FROM uid_decode(-1);
-SELECT pg_temp.sqlstate_of('SELECT uid_decode(-9223372036854775808)');
+SELECT regress_sqlstate_of('SELECT uid_decode(-9223372036854775808)');
 -- errors: composing
 SELECT uid_compose('2026-06-01', 1024, 0);
 SELECT uid_compose('2026-06-01', -1, 0);
@@ -72,9 +64,9 @@ SELECT uid_compose('2025-12-31 23:59:59.999+00', 1, 0);
 SELECT uid_compose('2096-01-01', 1, 0);
 SELECT uid_compose('infinity', 1, 0);
 SELECT snowflake_at('2026-01-01', 1024);
-SELECT pg_temp.sqlstate_of($$SELECT uid_compose('2026-06-01', 1024, 0)$$);
-SELECT pg_temp.sqlstate_of($$SELECT uid_compose('2025-06-01', 0, 0)$$);
-SELECT pg_temp.sqlstate_of($$SELECT uid_compose('infinity', 0, 0)$$);
+SELECT regress_sqlstate_of($$SELECT uid_compose('2026-06-01', 1024, 0)$$);
+SELECT regress_sqlstate_of($$SELECT uid_compose('2025-06-01', 0, 0)$$);
+SELECT regress_sqlstate_of($$SELECT uid_compose('infinity', 0, 0)$$);
 
 -- errors: settings
 SET pg_idgen.worker_id = 1024;
@@ -84,12 +76,12 @@ SET pg_idgen.layout = 'twitter';
 SET pg_idgen.max_drift_ms = 10;
 SET pg_idgen.max_wait_ms = -1;
 SET pg_idgen.no_such_setting = 1;
-SELECT pg_temp.sqlstate_of('SET pg_idgen.worker_id = 1024');
-SELECT pg_temp.sqlstate_of('SET pg_idgen.no_such_setting = 1');
+SELECT regress_sqlstate_of('SET pg_idgen.worker_id = 1024');
+SELECT regress_sqlstate_of('SET pg_idgen.no_such_setting = 1');
 -- a worker id that is not set is an error, never a silent 0
 SET pg_idgen.worker_id = -1;
 SELECT snowflake_next();
-SELECT pg_temp.sqlstate_of('SELECT snowflake_next()');
+SELECT regress_sqlstate_of('SELECT snowflake_next()');
 RESET pg_idgen.worker_id;
 SHOW pg_idgen.worker_id;
 -- the other worker ids of this server get their own generator state
@@ -104,7 +96,7 @@ SELECT snowflake_next() > 0 AS anyone_generates;
 SELECT worker_id FROM uid_decode(4194304 * 5 + 4096 * 3);
 SET pg_idgen.worker_id = 2;
 SELECT snowflake_accept_layout();
-SELECT pg_temp.sqlstate_of('SELECT snowflake_accept_layout()');
+SELECT regress_sqlstate_of('SELECT snowflake_accept_layout()');
 RESET ROLE;
 DROP ROLE idgen_regress_user;
 -- the layout matches the persisted state, so there is nothing to confirm

@@ -1,13 +1,6 @@
 -- The worker id (SPEC §5): setting, then this database's catalog row, then an error.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_idgen;
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN others THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 
 -- the server's configuration sets pg_idgen.worker_id = 1
 SELECT worker_id, source, system_identifier, confirmed FROM snowflake_worker();
@@ -36,7 +29,7 @@ SET pg_idgen.worker_id = -1;
 UPDATE pg_idgen_worker SET system_identifier = 1;
 SELECT worker_id, source, system_identifier, confirmed FROM snowflake_worker();
 -- (this cluster's system identifier varies: masked)
-SELECT regexp_replace(pg_temp.sqlstate_of('SELECT snowflake_next()'), 'this cluster is \d+', 'this cluster is N')
+SELECT regexp_replace(regress_sqlstate_of('SELECT snowflake_next()'), 'this cluster is \d+', 'this cluster is N')
     AS refused;
 SELECT set_worker_id(43);
 SELECT confirmed FROM snowflake_worker();
@@ -45,11 +38,11 @@ SELECT worker_id FROM uid_decode(snowflake_next());
 SELECT set_worker_id(1024);
 SELECT set_worker_id(-1);
 SELECT set_worker_id(NULL) IS NULL AS strict;
-SELECT pg_temp.sqlstate_of('SELECT set_worker_id(1024)');
+SELECT regress_sqlstate_of('SELECT set_worker_id(1024)');
 -- clearing it
 SELECT clear_worker_id();
 SELECT clear_worker_id();
-SELECT pg_temp.sqlstate_of('SELECT snowflake_next()');
+SELECT regress_sqlstate_of('SELECT snowflake_next()');
 -- the table is dumped with the extension's data
 SELECT count(*) AS config_tables FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'pg_idgen';
 -- ordinary roles generate and read, but do not configure
@@ -58,9 +51,9 @@ CREATE ROLE idgen_worker_user;
 SET ROLE idgen_worker_user;
 SELECT worker_id, source FROM snowflake_worker();
 SELECT worker_id FROM uid_decode(snowflake_next());
-SELECT pg_temp.sqlstate_of('SELECT set_worker_id(45)');
-SELECT pg_temp.sqlstate_of('SELECT clear_worker_id()');
-SELECT pg_temp.sqlstate_of('UPDATE pg_idgen_worker SET worker_id = 45');
+SELECT regress_sqlstate_of('SELECT set_worker_id(45)');
+SELECT regress_sqlstate_of('SELECT clear_worker_id()');
+SELECT regress_sqlstate_of('UPDATE pg_idgen_worker SET worker_id = 45');
 RESET ROLE;
 DROP ROLE idgen_worker_user;
 SELECT clear_worker_id();
