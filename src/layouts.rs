@@ -28,6 +28,7 @@ unsafe extern "C-unwind" fn on_relcache_invalidation(_arg: pg_sys::Datum, _relid
     // The tables' oids are not known without a catalog lookup, which a callback must not do;
     // both caches are tiny and cheap to refill, so any invalidation drops them.
     let _ = CUSTOM.try_with(|c| c.borrow_mut().clear());
+    let _ = SCHEMA.try_with(|c| c.borrow_mut().take());
     crate::worker::invalidate();
 }
 
@@ -58,21 +59,46 @@ pub fn resolve(name: &str) -> Layout {
     l
 }
 
+thread_local! {
+    /// The extension's quoted schema in this database, once looked up.
+    static SCHEMA: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
 /// The quoted schema of the extension in the current database (its catalog tables live there).
+/// Read-only SPI (no transaction id is assigned, so it also works on a hot standby), cached per
+/// backend and dropped with the other caches on relcache invalidation.
 pub fn extension_schema() -> String {
-    Spi::get_one::<String>(
-        "SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e \
-         JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_idgen'",
-    )
-    .ok()
-    .flatten()
-    .unwrap_or_else(|| {
+    if let Some(s) = SCHEMA.with(|c| c.borrow().clone()) {
+        return s;
+    }
+    let schema: Option<String> = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e \
+                 JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_idgen'",
+                Some(1),
+                &[],
+            )
+            .ok()?
+            .first()
+            .get::<String>(1)
+            .ok()
+            .flatten()
+    });
+    let schema = schema.unwrap_or_else(|| {
         raise(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             "extension \"pg_idgen\" is not installed in this database",
             Some("Run CREATE EXTENSION pg_idgen."),
         )
-    })
+    });
+    SCHEMA.with(|c| *c.borrow_mut() = Some(schema.clone()));
+    schema
+}
+
+/// Raises 25006 on a hot standby before a function that writes the catalog tables.
+pub fn prevent_during_recovery(what: &std::ffi::CStr) {
+    unsafe { pg_sys::PreventCommandDuringRecovery(what.as_ptr()) };
 }
 
 fn load_custom(name: &str) -> Option<Layout> {
@@ -344,6 +370,7 @@ fn uid_layout_register(
     field_order: default!(&str, "'worker_sequence'"),
     worker_low_bits: default!(Option<i32>, "NULL"),
 ) {
+    prevent_during_recovery(c"uid_layout_register()");
     let key = name.to_ascii_lowercase();
     if key == "server" || NAMED_LAYOUTS.contains(&key.as_str()) {
         raise(
@@ -426,6 +453,7 @@ fn uid_layout_register(
 /// Removes a custom layout.
 #[pg_extern(volatile, parallel_unsafe, strict)]
 fn uid_layout_drop(name: &str) {
+    prevent_during_recovery(c"uid_layout_drop()");
     let delete = format!("DELETE FROM {}.pg_idgen_layouts WHERE name = $1", extension_schema());
     let deleted = Spi::connect_mut(|client| {
         client.update(delete.as_str(), None, &[name.to_ascii_lowercase().as_str().into()]).map(|t| t.len())

@@ -15,7 +15,7 @@ use pgrx::prelude::*;
 
 use crate::errors::{raise, Code};
 use crate::gucs;
-use crate::layouts::extension_schema;
+use crate::layouts::{extension_schema, prevent_during_recovery};
 
 /// What the table says: the worker id and the system identifier it was set on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +120,7 @@ CREATE TRIGGER pg_idgen_worker_changed
 /// this cluster's system identifier; on a restored or copied database it confirms the id.
 #[pg_extern(volatile, parallel_unsafe, strict)]
 fn set_worker_id(worker_id: i32) {
+    prevent_during_recovery(c"set_worker_id()");
     let layout = gucs::layout();
     if worker_id < 0 || worker_id as u64 > layout.max_worker() {
         raise(
@@ -150,6 +151,7 @@ fn set_worker_id(worker_id: i32) {
 /// Removes this database's stored worker id.
 #[pg_extern(volatile, parallel_unsafe)]
 fn clear_worker_id() -> bool {
+    prevent_during_recovery(c"clear_worker_id()");
     let delete = format!("DELETE FROM {}.pg_idgen_worker", extension_schema());
     Spi::connect_mut(|client| client.update(delete.as_str(), None, &[]).map(|t| t.len() > 0)).unwrap_or_else(
         |e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not clear the worker id: {e}"), None),

@@ -2,7 +2,8 @@
 # 70_worker_table — worker ids from the extension's catalog table (SPEC §5, issue 5):
 #  A. resolution GUC -> table -> error: with pg_idgen.worker_id = -1, snowflake_next() fails with
 #     55000 "not configured"; set_worker_id(42) stores the id (ids decode to 42, snowflake_worker()
-#     says 'table', confirmed, this cluster's system_identifier; 'setting' rows have confirmed NULL; the table is registered with
+#     says 'table', confirmed, this cluster's system_identifier; 'setting' rows have confirmed NULL;
+#     reading the stored id (first snowflake_next() of a session, snowflake_worker()) assigns no xid; the table is registered with
 #     pg_extension_config_dump); an ordinary role generates with it but gets 42501 from
 #     set_worker_id / clear_worker_id / writing the table; out-of-range ids -> 22023 (1023 is the
 #     largest the default layout holds); clear_worker_id() -> 55000 again; ALTER DATABASE ... SET
@@ -56,6 +57,10 @@ check "A: set_worker_id(42): system_identifier is this cluster's ($SYS1)" \
 check "A: set_worker_id(42): rows in pg_idgen_worker" "$(qdb "$C1" a "SELECT count(*) FROM pg_idgen_worker")" -eq 1
 log "A: pg_idgen_worker: $(qdb "$C1" a "SELECT to_jsonb(w) FROM pg_idgen_worker w")"
 check "A: 1000 ids decode to worker 42" "$(decoded "$C1" a 1000)" == "42:1000"
+# reading the stored id is a read: it must not assign a transaction id (xids are a finite resource,
+# and a hot standby cannot assign one)
+check "A: a session's first snowflake_next() / snowflake_worker() (table) assign no transaction id" \
+    "$(qdb "$C1" a "BEGIN" "SELECT NULL FROM (SELECT snowflake_next()) s" "SELECT NULL FROM snowflake_worker()" "SELECT coalesce(pg_current_xact_id_if_assigned()::text, 'none')" "COMMIT" | grep -v '^$')" == none
 check "A: an ordinary role generates with the stored id" "$(decoded "$C1" a 1000 "SET ROLE app")" == "42:1000"
 PGDATABASE=a expect_sql_error "$C1" 42501 'permission denied for function set_worker_id' "SET ROLE app" "SELECT set_worker_id(1)"
 PGDATABASE=a expect_sql_error "$C1" 42501 'permission denied for function clear_worker_id' "SET ROLE app" "SELECT clear_worker_id()"
