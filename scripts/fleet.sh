@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# scripts/fleet.sh — a fleet of PostgreSQL 15 instances with pg_idgen on this machine:
+# N id-generating nodes (worker ids W..W+N-1) plus one aggregator, each a scripts/cluster.sh
+# cluster with its own port and data directory, everything on loopback (127.0.0.1 + unix sockets).
+#
+# Usage:
+#   scripts/fleet.sh start [--nodes N] [--base-port P] [--name PREFIX] [--first-worker-id W]
+#                          [--agg-worker-id A] [--db DB] [-- postgres options...]
+#       initdb on first use, then (re)start. Defaults: N=3, P=28870, PREFIX=fleet, W=1, DB=postgres.
+#       Aggregator: cluster PREFIXagg on port P, pg_idgen.worker_id = A (default -1: unset, so it
+#       cannot generate snowflake ids by mistake; it only stores, decodes and reads).
+#       Node i (1..N): cluster PREFIXi on port P+i, pg_idgen.worker_id = W+i-1.
+#       Every instance: shared_preload_libraries = pg_idgen (pgrx-config/postgresql.conf),
+#       wal_level = logical, replication slots / WAL senders / logical replication workers
+#       for 2 subscribing databases per node, and CREATE EXTENSION IF NOT EXISTS pg_idgen in DB.
+#       Options after `--` go to every postgres (e.g. -- -c log_min_messages=info).
+#   scripts/fleet.sh stop     [--name PREFIX] [fast|smart|immediate]   # keeps the data
+#   scripts/fleet.sh destroy  [--name PREFIX]                          # stop immediate + rm -rf
+#   scripts/fleet.sh status   [--name PREFIX]         # one line per instance; exit 3 if any is down
+#   scripts/fleet.sh psql     [--name PREFIX] NODE [psql args...]      # NODE: 1..N or agg
+#   scripts/fleet.sh conninfo [--name PREFIX] NODE    # libpq string over TCP 127.0.0.1 (for
+#                                                     # CREATE SUBSCRIPTION / postgres_fdw)
+#   scripts/fleet.sh cluster  [--name PREFIX] NODE    # the scripts/cluster.sh name (cluster.sh log ...)
+#   scripts/fleet.sh port     [--name PREFIX] NODE
+#   scripts/fleet.sh names    [--name PREFIX]         # every cluster name of the fleet, agg first
+#
+# Examples:
+#   scripts/fleet.sh start --nodes 3 --base-port 28870
+#   scripts/fleet.sh psql 2 -c 'select snowflake_next()'          # worker id 2
+#   scripts/fleet.sh psql agg -c "select '$(scripts/fleet.sh conninfo 1)'"
+#   scripts/fleet.sh stop
+#
+# The fleet's description is kept in <rundir>/PREFIX.fleet (rundir: `scripts/cluster.sh rundir`,
+# PG_IDGEN_RUN_DIR overrides; PG_CONFIG picks the PostgreSQL installation), one line per
+# instance: `role cluster port worker_id`. The server log of an instance is
+# <rundir>/<cluster>/data/log/postgresql.log (`scripts/cluster.sh log <cluster>`).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CLUSTER=$ROOT/scripts/cluster.sh
+
+die() { printf 'fleet.sh: %s\n' "$*" >&2; exit 1; }
+note() { printf '[fleet] %s\n' "$*" >&2; }
+usage() { sed -n '2,/^# Examples/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+RUN_DIR=$("$CLUSTER" rundir)
+PREFIX=fleet
+NODES=3
+BASE_PORT=28870
+FIRST_WORKER=1
+AGG_WORKER=-1
+DB=${PGDATABASE:-postgres}
+PG_OPTS=()
+ARGS=()
+
+is_int() { [[ ${1:-} =~ ^-?[0-9]+$ ]]; }
+
+parse() {
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --nodes)           NODES=${2:-}; shift 2 ;;
+            --base-port)       BASE_PORT=${2:-}; shift 2 ;;
+            --name)            PREFIX=${2:-}; shift 2 ;;
+            --first-worker-id) FIRST_WORKER=${2:-}; shift 2 ;;
+            --agg-worker-id)   AGG_WORKER=${2:-}; shift 2 ;;
+            --db)              DB=${2:-}; shift 2 ;;
+            --)                shift; PG_OPTS=("$@"); break ;;
+            -h|--help)         usage ;;
+            *)                 ARGS+=("$1"); shift ;;
+        esac
+    done
+    [[ $PREFIX =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad --name '$PREFIX'"
+    is_int "$NODES" && [ "$NODES" -ge 1 ] && [ "$NODES" -le 64 ] || die "--nodes must be 1..64"
+    is_int "$BASE_PORT" && [ "$BASE_PORT" -ge 1024 ] && [ $((BASE_PORT + NODES)) -le 65535 ] \
+        || die "bad --base-port '$BASE_PORT'"
+    is_int "$FIRST_WORKER" && [ "$FIRST_WORKER" -ge 0 ] || die "bad --first-worker-id '$FIRST_WORKER'"
+    is_int "$AGG_WORKER" && [ "$AGG_WORKER" -ge -1 ] || die "bad --agg-worker-id '$AGG_WORKER'"
+    return 0
+}
+
+FLEET_FILE() { echo "$RUN_DIR/$PREFIX.fleet"; }
+
+need_fleet() { [ -f "$(FLEET_FILE)" ] || die "no fleet '$PREFIX' (no $(FLEET_FILE)); run: fleet.sh start --name $PREFIX"; }
+
+# lookup NODE FIELD: FIELD 2 = cluster, 3 = port, 4 = worker id
+lookup() {
+    need_fleet
+    local node=$1 field=$2 v
+    v=$(awk -v r="$node" -v f="$field" '$1 == r || $1 == "node" r { print $f; exit }' "$(FLEET_FILE)")
+    [ -n "$v" ] || die "fleet '$PREFIX' has no node '$node' (nodes: $(awk '{print $1}' "$(FLEET_FILE)" | tr '\n' ' '))"
+    echo "$v"
+}
+
+cmd_start() {
+    mkdir -p "$RUN_DIR"
+    local n=$NODES
+    # room for two subscribing databases per node on the aggregator, each subscription using
+    # one apply worker and up to max_sync_workers_per_subscription (2) table sync workers
+    local slots=$((4 * n + 10)) lrw=$((6 * n + 4))
+    local common=(-c wal_level=logical
+                  -c "max_replication_slots=$slots" -c "max_wal_senders=$slots"
+                  -c "max_logical_replication_workers=$lrw"
+                  -c "max_worker_processes=$((lrw + 10))"
+                  -c max_connections=100)
+    local f; f=$(FLEET_FILE)
+    {
+        echo "agg ${PREFIX}agg $BASE_PORT $AGG_WORKER"
+        local i
+        for i in $(seq 1 "$n"); do echo "node$i ${PREFIX}$i $((BASE_PORT + i)) $((FIRST_WORKER + i - 1))"; done
+    } > "$f.tmp"
+    mv -f "$f.tmp" "$f"
+    local role name port wid
+    while read -r role name port wid; do
+        note "$role: cluster $name, port $port, pg_idgen.worker_id = $wid"
+        "$CLUSTER" start "$name" "$port" "${common[@]}" -c "pg_idgen.worker_id=$wid" \
+            ${PG_OPTS[@]+"${PG_OPTS[@]}"} 2>/dev/null \
+            || { "$CLUSTER" log "$name" 20 >&2 || true; die "could not start $name"; }
+        if [ "$DB" != postgres ]; then
+            "$CLUSTER" psql "$name" -At -c "SELECT 1 FROM pg_database WHERE datname = '$DB'" | grep -q 1 \
+                || "$CLUSTER" psql "$name" -c "CREATE DATABASE \"$DB\""
+        fi
+        PGDATABASE=$DB "$CLUSTER" psql "$name" -c "SET client_min_messages = warning" \
+            -c "CREATE EXTENSION IF NOT EXISTS pg_idgen"
+    done < "$f"
+    cmd_status
+}
+
+cmd_stop() {
+    need_fleet
+    local mode=${1:-fast} role name rest
+    while read -r role name rest; do "$CLUSTER" stop "$name" "$mode"; done < "$(FLEET_FILE)"
+}
+
+cmd_destroy() {
+    [ -f "$(FLEET_FILE)" ] || { note "no fleet '$PREFIX'"; return 0; }
+    local role name rest
+    while read -r role name rest; do "$CLUSTER" destroy "$name" || true; done < "$(FLEET_FILE)"
+    rm -f "$(FLEET_FILE)"
+}
+
+cmd_status() {
+    need_fleet
+    local role name port wid rc=0 st
+    while read -r role name port wid; do
+        if "$CLUSTER" status "$name" >/dev/null 2>&1; then st=running; else st=stopped; rc=3; fi
+        printf '%-6s %-16s port %-5s worker_id %-4s %s\n' "$role" "$name" "$port" "$wid" "$st"
+    done < "$(FLEET_FILE)"
+    return $rc
+}
+
+cmd=${1:-}; [ $# -gt 0 ] && shift
+parse "$@"
+set -- ${ARGS[@]+"${ARGS[@]}"}
+case $cmd in
+    start)    [ $# -eq 0 ] || usage; cmd_start ;;
+    stop)     cmd_stop "$@" ;;
+    destroy)  cmd_destroy ;;
+    status)   cmd_status ;;
+    psql)     [ $# -ge 1 ] || usage; c=$(lookup "$1" 2); shift
+              PGDATABASE=$DB exec "$CLUSTER" psql "$c" ${PG_OPTS[@]+"${PG_OPTS[@]}"} "$@" ;;
+    conninfo) [ $# -eq 1 ] || usage
+              echo "host=127.0.0.1 port=$(lookup "$1" 3) user=postgres dbname=$DB" ;;
+    cluster)  [ $# -eq 1 ] || usage; lookup "$1" 2 ;;
+    port)     [ $# -eq 1 ] || usage; lookup "$1" 3 ;;
+    names)    need_fleet; awk '{ print $2 }' "$(FLEET_FILE)" ;;
+    *)        usage ;;
+esac
