@@ -153,7 +153,7 @@ fn set_worker_id(worker_id: i32) {
 fn clear_worker_id() -> bool {
     prevent_during_recovery(c"clear_worker_id()");
     let delete = format!("DELETE FROM {}.pg_idgen_worker", extension_schema());
-    Spi::connect_mut(|client| client.update(delete.as_str(), None, &[]).map(|t| t.len() > 0)).unwrap_or_else(
+    Spi::connect_mut(|client| client.update(delete.as_str(), None, &[]).map(|t| !t.is_empty())).unwrap_or_else(
         |e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not clear the worker id: {e}"), None),
     )
 }
@@ -162,6 +162,7 @@ fn clear_worker_id() -> bool {
 /// (set_worker_id), and for a stored one the system identifier it was set on and whether that is
 /// this cluster.
 #[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
 fn snowflake_worker() -> TableIterator<
     'static,
     (
