@@ -268,9 +268,16 @@ fn ext_schema() -> String {
     if let Some(s) = SCHEMA.with(|s| s.borrow().clone()) {
         return s;
     }
-    let name: Option<String> = Spi::get_one(
-        "SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_idgen'",
-    )
+    // Read-only SPI (no xid assigned): this also runs on a hot standby.
+    let name: Option<String> = Spi::connect(|c| {
+        c.select(
+            "SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_idgen'",
+            Some(1),
+            &[],
+        )?
+        .first()
+        .get_one::<String>()
+    })
     .unwrap_or(None);
     let q = pgrx::spi::quote_identifier(name.unwrap_or_else(|| "public".into()));
     SCHEMA.with(|s| *s.borrow_mut() = Some(q.clone()));
