@@ -510,7 +510,10 @@ fn refill(idx: usize, gen: u64, sync: bool) {
             return; // dropped or reset meanwhile: the reservation becomes a gap
         }
         (*e).refilling = false;
-        let Some(seg) = seg else { return };
+        let Some(seg) = seg else {
+            drop(_g);
+            overflow_oid(seqoid)
+        };
         match (*e).bufs.install(seg) {
             pg_idgen_core::segment::Installed::Discarded => (*e).discarded += 1,
             _ => {
@@ -528,13 +531,17 @@ fn refill(idx: usize, gen: u64, sync: bool) {
     }
 }
 
-fn overflow(tag: &str) -> ! {
+fn overflow_oid(seqoid: pg_sys::Oid) -> ! {
     raise(
         Code::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
-        format!("segment tag \"{tag}\" has reached the largest bigint value"),
+        format!("segment sequence {} has reached the largest bigint value", u32::from(seqoid)),
         None,
     )
 }
+
+/// Longest a backend that found both buffers empty waits for another backend's reservation in
+/// flight before reserving by itself (that reservation may have died with its backend).
+const WAIT_FOR_REFILL_MS: i64 = 100;
 
 /// The next value of `tag`: unique and increasing across all backends of the instance.
 #[pg_extern(volatile, parallel_unsafe, strict)]
@@ -549,13 +556,15 @@ fn segment_next(tag: &str) -> i64 {
             (usize::MAX, 0)
         }
     });
-    let mut attempts = 0;
+    let mut wait_until_ms: Option<i64> = None;
     loop {
+        let may_wait = wait_until_ms.is_none_or(|t| now_unix_ms() < t);
         if idx == usize::MAX {
             validate_tag(tag);
             (idx, gen) = find_or_claim(tag);
             LAST.with(|l| *l.borrow_mut() = (tag.to_string(), idx, gen));
         }
+        // (value, refill now, synchronously, another backend's refill is in flight)
         let taken = {
             let _g = Held::entry(idx);
             let e = entry_ptr(idx);
@@ -563,33 +572,38 @@ fn segment_next(tag: &str) -> i64 {
                 if !(*e).in_use || (*e).generation != gen {
                     None
                 } else {
-                    let t = (*e).bufs.take();
-                    let mut due = false;
-                    if let Take::Value { .. } = t {
-                        (*e).issued += 1;
-                        if !(*e).refilling && (*e).bufs.refill_overdue() {
+                    match (*e).bufs.take() {
+                        Take::Value { value, .. } => {
+                            (*e).issued += 1;
+                            let due = !(*e).refilling && (*e).bufs.refill_overdue();
+                            if due {
+                                (*e).refilling = true;
+                            }
+                            Some((Some(value), due, false))
+                        }
+                        Take::Empty if (*e).refilling && may_wait => Some((None, false, true)),
+                        Take::Empty => {
                             (*e).refilling = true;
-                            due = true;
+                            Some((None, true, false))
                         }
                     }
-                    Some((t, due))
                 }
             }
         };
         match taken {
             None => idx = usize::MAX, // stale cache: look the tag up again
-            Some((Take::Value { value, .. }, due)) => {
+            Some((Some(value), due, _)) => {
                 if due {
                     refill(idx, gen, false);
                 }
                 return value;
             }
-            Some((Take::Empty, _)) => {
-                attempts += 1;
-                if attempts > 1000 {
-                    overflow(tag);
-                }
-                refill(idx, gen, true);
+            Some((None, true, _)) => refill(idx, gen, true),
+            Some((None, _, _)) => {
+                // Both buffers empty, a reservation in flight: wait for it (interruptibly).
+                pgrx::check_for_interrupts!();
+                wait_until_ms.get_or_insert_with(|| now_unix_ms() + WAIT_FOR_REFILL_MS);
+                unsafe { pg_sys::pg_usleep(20) };
             }
         }
     }
