@@ -433,11 +433,6 @@ fn release(db: pg_sys::Oid, tag: &str) {
     }
 }
 
-thread_local! {
-    /// The last tag this backend used, its entry index and the entry's generation then.
-    static LAST: RefCell<(String, usize, u64)> = const { RefCell::new((String::new(), usize::MAX, 0)) };
-}
-
 unsafe extern "C-unwind" {
     /// The C function itself, only ever called by `DirectFunctionCall1Coll` (which pgrx guards).
     #[link_name = "nextval_oid"]
@@ -543,66 +538,168 @@ fn overflow_oid(seqoid: pg_sys::Oid) -> ! {
 /// flight before reserving by itself (that reservation may have died with its backend).
 const WAIT_FOR_REFILL_MS: i64 = 100;
 
-/// The next value of `tag`: unique and increasing across all backends of the instance.
-#[pg_extern(volatile, parallel_unsafe, strict)]
-fn segment_next(tag: &str) -> i64 {
-    check_not_standby();
-    header();
-    let (mut idx, mut gen) = LAST.with(|l| {
-        let l = l.borrow();
-        if l.0 == tag {
-            (l.1, l.2)
-        } else {
-            (usize::MAX, 0)
+/// Unguarded C entry points for the hot path. pgrx routes every `pg_sys` call through a
+/// `sigsetjmp` boundary (~15 ns each); these three cannot raise an ERROR in the way they are used
+/// here (an uncontended or contended acquire of a lock we do not hold, its release, a flag read),
+/// so they are called directly. Everything else, including every error, goes through pgrx.
+mod raw {
+    use pgrx::pg_sys;
+    unsafe extern "C" {
+        #[link_name = "LWLockAcquire"]
+        pub fn lwlock_acquire(lock: *mut pg_sys::LWLock, mode: pg_sys::LWLockMode::Type) -> bool;
+        #[link_name = "LWLockRelease"]
+        pub fn lwlock_release(lock: *mut pg_sys::LWLock);
+        #[link_name = "RecoveryInProgress"]
+        pub fn recovery_in_progress() -> bool;
+    }
+}
+
+/// The tags this backend used last (a few, so that a table with several segment DEFAULTs does not
+/// miss on every call): tag bytes, entry index, the entry's generation then. Backends are
+/// single-threaded and only `segment_next` touches it.
+const CACHE_SLOTS: usize = 8;
+
+#[derive(Clone, Copy)]
+struct Cached {
+    len: usize,
+    tag: [u8; MAX_TAG_BYTES],
+    idx: usize,
+    gen: u64,
+}
+
+static mut CACHE: [Cached; CACHE_SLOTS] =
+    [Cached { len: usize::MAX, tag: [0; MAX_TAG_BYTES], idx: usize::MAX, gen: 0 }; CACHE_SLOTS];
+static mut CACHE_NEXT: usize = 0;
+
+#[inline]
+fn cache_get(tag: &[u8]) -> Option<(usize, u64)> {
+    let cache = unsafe { &*(&raw const CACHE) };
+    cache.iter().find(|c| c.len == tag.len() && c.tag[..c.len] == *tag).map(|c| (c.idx, c.gen))
+}
+
+fn cache_put(tag: &[u8], idx: usize, gen: u64) {
+    let cache = unsafe { &mut *(&raw mut CACHE) };
+    let slot = match cache.iter().position(|c| c.len == tag.len() && c.tag[..c.len] == *tag) {
+        Some(i) => i,
+        None => unsafe {
+            let i = CACHE_NEXT % CACHE_SLOTS;
+            CACHE_NEXT = CACHE_NEXT.wrapping_add(1);
+            i
+        },
+    };
+    let c = &mut cache[slot];
+    c.tag[..tag.len()].copy_from_slice(tag);
+    c.len = tag.len();
+    c.idx = idx;
+    c.gen = gen;
+}
+
+/// The bytes of a text argument without copying; detoasts (via pgrx) only when it must.
+unsafe fn text_bytes<'a>(d: pg_sys::Datum) -> &'a [u8] {
+    unsafe {
+        let mut p = d.cast_mut_ptr::<u8>();
+        let b0 = *p;
+        if b0 == 0x01 || (b0 & 0x01 == 0 && (p.cast::<u32>().read_unaligned() & 0x03) == 0x02) {
+            // external (TOAST pointer) or compressed inline: detoast
+            p = pg_sys::pg_detoast_datum_packed(p.cast()).cast();
         }
-    });
+        let b0 = *p;
+        if b0 & 0x01 == 1 {
+            let len = (b0 >> 1) as usize; // 1-byte header, little-endian
+            std::slice::from_raw_parts(p.add(1), len.saturating_sub(1))
+        } else {
+            let len = (p.cast::<u32>().read_unaligned() >> 2) as usize;
+            std::slice::from_raw_parts(p.add(4), len.saturating_sub(4))
+        }
+    }
+}
+
+#[unsafe(no_mangle)]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo_pg_idgen_segment_next() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+/// `segment_next(tag text) RETURNS bigint STRICT`: the next value of `tag`, unique and
+/// increasing across all backends of the instance. A plain V1 function (declared in the
+/// extension SQL below) so that the steady state is two atomic LWLock operations and a few
+/// compares: no pgrx argument conversion, no UTF-8 validation, no catalog access.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn pg_idgen_segment_next(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    unsafe {
+        let arg = (*fcinfo).args.as_slice(1)[0].value;
+        pg_sys::Datum::from(next_value(text_bytes(arg)))
+    }
+}
+
+fn tag_str(tag: &[u8]) -> &str {
+    std::str::from_utf8(tag).unwrap_or_else(|_| {
+        raise(Code::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE, "segment tag is not valid UTF-8", None)
+    })
+}
+
+#[inline]
+fn next_value(tag: &[u8]) -> i64 {
+    if unsafe { raw::recovery_in_progress() } {
+        check_not_standby();
+    }
+    let h = unsafe { HEADER };
+    if h.is_null() {
+        crate::errors::not_preloaded();
+    }
+    let (mut idx, mut gen) = cache_get(tag).unwrap_or((usize::MAX, 0));
     let mut wait_until_ms: Option<i64> = None;
     loop {
-        let may_wait = wait_until_ms.is_none_or(|t| now_unix_ms() < t);
         if idx == usize::MAX {
-            validate_tag(tag);
-            (idx, gen) = find_or_claim(tag);
-            LAST.with(|l| *l.borrow_mut() = (tag.to_string(), idx, gen));
+            let t = tag_str(tag);
+            validate_tag(t);
+            (idx, gen) = find_or_claim(t);
+            cache_put(tag, idx, gen);
         }
-        // (value, refill now, synchronously, another backend's refill is in flight)
-        let taken = {
-            let _g = Held::entry(idx);
+        // (value, refill now, another backend's refill is in flight)
+        let taken = unsafe {
+            let lock = &raw mut (*(*h).locks.add(idx + 1)).lock;
+            raw::lwlock_acquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
             let e = entry_ptr(idx);
-            unsafe {
-                if !(*e).in_use || (*e).generation != gen {
-                    None
-                } else {
-                    match (*e).bufs.take() {
-                        Take::Value { value, .. } => {
-                            (*e).issued += 1;
-                            let due = !(*e).refilling && (*e).bufs.refill_overdue();
-                            if due {
-                                (*e).refilling = true;
-                            }
-                            Some((Some(value), due, false))
-                        }
-                        Take::Empty if (*e).refilling && may_wait => Some((None, false, true)),
-                        Take::Empty => {
+            let r = if !(*e).in_use || (*e).generation != gen {
+                None
+            } else {
+                match (*e).bufs.take() {
+                    Take::Value { value, .. } => {
+                        (*e).issued += 1;
+                        let due = !(*e).refilling && (*e).bufs.refill_overdue();
+                        if due {
                             (*e).refilling = true;
-                            Some((None, true, false))
                         }
+                        Some((Some(value), due))
+                    }
+                    Take::Empty if (*e).refilling && wait_until_ms.is_none_or(|t| now_unix_ms() < t) => {
+                        Some((None, false))
+                    }
+                    Take::Empty => {
+                        (*e).refilling = true;
+                        Some((None, true))
                     }
                 }
-            }
+            };
+            raw::lwlock_release(lock);
+            r
         };
         match taken {
-            None => idx = usize::MAX, // stale cache: look the tag up again
-            Some((Some(value), due, _)) => {
+            None => idx = usize::MAX, // stale cache (dropped, re-created, set): look up again
+            Some((Some(value), due)) => {
                 if due {
                     refill(idx, gen, false);
                 }
                 return value;
             }
-            Some((None, true, _)) => refill(idx, gen, true),
-            Some((None, _, _)) => {
+            Some((None, true)) => refill(idx, gen, true),
+            Some((None, false)) => {
                 // Both buffers empty, a reservation in flight: wait for it (interruptibly).
-                pgrx::check_for_interrupts!();
                 wait_until_ms.get_or_insert_with(|| now_unix_ms() + WAIT_FOR_REFILL_MS);
+                pgrx::check_for_interrupts!();
                 unsafe { pg_sys::pg_usleep(20) };
             }
         }
@@ -911,6 +1008,9 @@ fn segment_persisted() -> TableIterator<'static, (name!(tag, String), name!(pers
 
 extension_sql!(
     r#"
+CREATE FUNCTION segment_next(tag text) RETURNS bigint
+    STRICT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_segment_next';
+
 CREATE TABLE pg_idgen_segments (
     tag             text PRIMARY KEY CHECK (octet_length(tag) BETWEEN 1 AND 63),
     seq             regclass NOT NULL,
@@ -951,5 +1051,5 @@ REVOKE ALL ON FUNCTION segment_set(text, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION segment_next(text) IS 'next value of a segment tag: unique and increasing instance-wide, never reissued';
 "#,
     name = "segment_objects",
-    requires = [segment_create, segment_drop, segment_set, segment_next, segment_status_shmem, segment_persisted],
+    requires = [segment_create, segment_drop, segment_set, segment_status_shmem, segment_persisted],
 );
