@@ -220,28 +220,44 @@ fn my_db() -> pg_sys::Oid {
     unsafe { pg_sys::MyDatabaseId }
 }
 
-/// Runs as the bootstrap superuser (restored on drop, and by abort after an ERROR): reading
-/// pg_idgen_segments and calling nextval on a tag's sequence are the extension's business,
-/// not something every caller of segment_next needs privileges for.
-struct AsSuperuser(pg_sys::Oid, i32);
+/// Runs as the bootstrap superuser with `search_path = pg_catalog, pg_temp` (both restored on
+/// drop, and by transaction abort after an ERROR): reading pg_idgen_segments and calling nextval
+/// on a tag's sequence are the extension's business, not something every caller of segment_next
+/// needs privileges for; the pinned search_path keeps a caller's own operators, functions or
+/// types from being resolved in the statements run with those privileges.
+struct AsSuperuser(pg_sys::Oid, i32, i32);
 
 impl AsSuperuser {
     fn new() -> AsSuperuser {
         let (mut user, mut ctx) = (pg_sys::Oid::INVALID, 0);
         unsafe {
             pg_sys::GetUserIdAndSecContext(&mut user, &mut ctx);
+            let nest = pg_sys::NewGUCNestLevel();
+            pg_sys::set_config_option(
+                c"search_path".as_ptr(),
+                c"pg_catalog, pg_temp".as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
             pg_sys::SetUserIdAndSecContext(
                 pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID),
                 ctx | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
             );
+            AsSuperuser(user, ctx, nest)
         }
-        AsSuperuser(user, ctx)
     }
 }
 
 impl Drop for AsSuperuser {
     fn drop(&mut self) {
-        unsafe { pg_sys::SetUserIdAndSecContext(self.0, self.1) };
+        unsafe {
+            pg_sys::SetUserIdAndSecContext(self.0, self.1);
+            pg_sys::AtEOXact_GUC(true, self.2);
+        }
     }
 }
 
@@ -282,7 +298,9 @@ fn ext_schema() -> String {
     if let Some(s) = SCHEMA.with(|s| s.borrow().clone()) {
         return s;
     }
-    // Read-only SPI (no xid assigned): this also runs on a hot standby.
+    // Read-only SPI (no xid assigned): this also runs on a hot standby. As the superuser with
+    // a pinned search_path, like the statements that use the answer.
+    let _su = AsSuperuser::new();
     let name: Option<String> = Spi::connect(|c| {
         c.select(
             "SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_idgen'",
@@ -439,6 +457,22 @@ unsafe extern "C-unwind" {
     fn raw_nextval_oid(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum;
 }
 
+/// The current WAL insert position as a flush target. When nothing has been inserted on the
+/// current page yet, `GetXLogInsertRecPtr` points just past the page header, a position no
+/// record ends at, and `XLogFlush` to it would fail ("xlog flush request … is not satisfied"):
+/// use the page boundary instead, which is where the last record ended.
+fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
+    const SHORT_PHD: u64 = 24; // MAXALIGN(sizeof(XLogPageHeaderData))
+    const LONG_PHD: u64 = 40; // MAXALIGN(sizeof(XLogLongPageHeaderData)), first page of a segment
+    let page_off = ptr % pg_sys::XLOG_BLCKSZ as u64;
+    let seg_off = ptr % unsafe { pg_sys::wal_segment_size } as u64;
+    if page_off == SHORT_PHD && seg_off != SHORT_PHD || seg_off == LONG_PHD {
+        ptr - page_off
+    } else {
+        ptr
+    }
+}
+
 /// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with
 /// no LWLock held. Returns the segment, or None if the chunks would overflow bigint.
 fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Segment> {
@@ -459,7 +493,7 @@ fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Seg
     unsafe {
         // Everything inserted so far: our nextval's record, or the earlier record (possibly
         // another backend's, still unflushed) that covers the values we got.
-        let upto = pg_sys::GetXLogInsertRecPtr();
+        let upto = flushable(pg_sys::GetXLogInsertRecPtr());
         pg_sys::XLogFlush(upto);
         // With synchronous standbys configured, a reservation waits for them like a commit.
         pg_sys::SyncRepWaitForLSN(upto, false);
@@ -845,8 +879,12 @@ fn segment_create(
         ],
     )
     .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not record the segment tag: {e}"), None));
-    // A tag of the same name dropped earlier may still sit in shared memory.
-    release(my_db(), tag);
+    // A tag of the same name dropped earlier may still sit in shared memory; and if this
+    // transaction aborts, an entry claimed for the new tag meanwhile must go too.
+    let db = my_db();
+    release(db, tag);
+    let t = tag.to_string();
+    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, move || release(db, &t));
 }
 
 /// Drops a segment tag and its sequence (superuser only).
@@ -923,7 +961,7 @@ fn segment_set(tag: &str, next: i64) -> i64 {
     };
     Spi::run_with_args("SELECT pg_catalog.setval($1::oid::regclass, $2, false)", &[seqoid.into(), chunk.into()])
         .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not move the sequence: {e}"), None));
-    unsafe { pg_sys::XLogFlush(pg_sys::GetXLogInsertRecPtr()) };
+    unsafe { pg_sys::XLogFlush(flushable(pg_sys::GetXLogInsertRecPtr())) };
     release(my_db(), tag);
     chunk
 }

@@ -8,6 +8,9 @@
 #     made the reservation durable (no commit ever happened).
 #  C. pg_ctl stop -m immediate right after values were handed out in an open transaction.
 #  D. clean restart (stop -m fast).
+#  E. a refill whose nextval writes no WAL, right after a WAL segment switch (the insert position
+#     then points past a page header that no record ends at): no "xlog flush request ... is not
+#     satisfied" error (found by the benchmark).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
@@ -80,4 +83,12 @@ before=$(q "$C" "SELECT max(segment_next('dur')) FROM generate_series(1, 1234)")
 cluster_start "$C" 28972 "${OPTS[@]}"
 after=$(next dur)
 check "D: after a clean restart, $after > $before" "$after" -gt "$before"
+
+# ---- E: refill at a WAL page boundary ----
+q "$C" "SELECT segment_create('walpage', 10)" "SELECT segment_next('walpage') FROM generate_series(1, 25)" >/dev/null
+errs=0
+for i in $(seq 1 5); do
+    out=$(q "$C" "SELECT pg_switch_wal()" "SELECT max(segment_next('walpage')) FROM generate_series(1, 30)" 2>&1) || errs=$((errs + 1))
+done
+check "E: refills right after pg_switch_wal() succeed" "$errs" -eq 0
 finish
