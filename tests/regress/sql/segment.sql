@@ -101,3 +101,26 @@ DROP OWNED BY seg_regress_user;
 DROP ROLE seg_regress_user;
 SELECT segment_drop(tag) FROM pg_idgen_segments ORDER BY tag;
 SELECT count(*) AS tags_left FROM segment_status;
+
+-- the statements run with the extension's privileges ignore the caller's search_path: an
+-- operator = (text, text) that is always true does not make an unknown tag match
+CREATE SCHEMA seg_evil;
+CREATE FUNCTION seg_evil.always(text, text) RETURNS boolean LANGUAGE sql AS 'SELECT true';
+CREATE OPERATOR seg_evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = seg_evil.always);
+SELECT segment_create('real');
+SET search_path = seg_evil, pg_catalog, public;
+SELECT 'x'::text = 'y'::text AS hijacked_here;
+SELECT pg_temp.seg_err($$SELECT segment_next('not-a-tag')$$);
+SELECT segment_next('real');
+RESET search_path;
+DROP SCHEMA seg_evil CASCADE;
+
+-- a tag created in a rolled-back transaction leaves nothing behind, even if it was used
+BEGIN;
+SELECT segment_create('ephemeral', 10);
+SELECT segment_next('ephemeral');
+ROLLBACK;
+SELECT pg_temp.seg_err($$SELECT segment_next('ephemeral')$$);
+SELECT segment_create('ephemeral', 10, start => 500);
+SELECT segment_next('ephemeral');
+SELECT segment_drop(tag) FROM pg_idgen_segments ORDER BY tag;
