@@ -382,8 +382,84 @@ fn find_or_claim(tag: &str) -> (usize, u64) {
     }
     // Not in shared memory yet: read the catalog with no LWLock held.
     let Some(cfg) = read_config(tag) else { unknown_tag(tag) };
+    if let Some(claimed) = claim(tag, &cfg) {
+        return claimed;
+    }
+    // Full: entries of databases dropped since they were claimed can be reused.
+    if reclaim_dropped_databases() {
+        if let Some(claimed) = claim(tag, &cfg) {
+            return claimed;
+        }
+    }
+    raise(
+        Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+        format!("the shared segment table is full: all {cap} entries are in use"),
+        Some("Raise pg_idgen.max_segments (takes a server restart), or drop tags no longer used with segment_drop()."),
+    )
+}
+
+/// Frees the entries of databases that no longer exist; true if it freed any.
+fn reclaim_dropped_databases() -> bool {
+    let h = header();
+    let cap = unsafe { (*h).capacity };
+    let mut in_table: Vec<u32> = {
+        let _t = Held::table();
+        (0..cap)
+            .filter_map(|i| {
+                let _g = Held::entry(i);
+                let e = entry_ptr(i);
+                unsafe { (*e).in_use.then(|| u32::from((*e).dbid)) }
+            })
+            .collect()
+    };
+    in_table.sort_unstable();
+    in_table.dedup();
+    let live: Vec<u32> = Spi::connect(|c| {
+        let t = c.select("SELECT oid FROM pg_catalog.pg_database", None, &[])?;
+        let mut v = Vec::new();
+        for r in t {
+            if let Some(o) = r.get::<pg_sys::Oid>(1)? {
+                v.push(u32::from(o));
+            }
+        }
+        Ok::<_, pgrx::spi::Error>(v)
+    })
+    .unwrap_or_default();
+    if live.is_empty() {
+        return false;
+    }
+    let dead: Vec<u32> = in_table.into_iter().filter(|d| !live.contains(d)).collect();
+    if dead.is_empty() {
+        return false;
+    }
     let _t = Held::table();
-    if let Some(found) = find() {
+    for i in 0..cap {
+        let _g = Held::entry(i);
+        let e = entry_ptr(i);
+        unsafe {
+            if (*e).in_use && dead.contains(&u32::from((*e).dbid)) {
+                (*e).in_use = false;
+                (*h).next_gen += 1;
+                (*e).generation = (*h).next_gen;
+            }
+        }
+    }
+    true
+}
+
+/// Claims a free entry for (this database, tag), unless another backend claimed one meanwhile.
+/// None when the table is full.
+fn claim(tag: &str, cfg: &TagConfig) -> Option<(usize, u64)> {
+    let h = header();
+    let db = my_db();
+    let cap = unsafe { (*h).capacity };
+    let _t = Held::table();
+    let found = (0..cap).find_map(|i| {
+        let _g = Held::entry(i);
+        let e = entry_ptr(i);
+        unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation)) }
+    });
+    if found.is_some() {
         return found; // claimed meanwhile
     }
     for i in 0..cap {
@@ -420,14 +496,10 @@ fn find_or_claim(tag: &str) -> (usize, u64) {
                 },
             );
             (&mut (*e).tag)[..tag.len()].copy_from_slice(tag.as_bytes());
-            return (i, gen);
+            return Some((i, gen));
         }
     }
-    raise(
-        Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-        format!("the shared segment table is full: all {cap} entries are in use"),
-        Some("Raise pg_idgen.max_segments (takes a server restart), or drop tags no longer used with segment_drop()."),
-    )
+    None
 }
 
 /// Releases the entry of (db, tag) if it is in shared memory: its cached values are dropped

@@ -4,7 +4,7 @@
 #     values on each: the 200,000 values are distinct (disjoint across instances), each
 #     instance's values fall in its own chunks, and each client's values increase.
 #  B. a full shared table (pg_idgen.max_segments = 2): the third tag in use -> 53400 with a hint;
-#     dropping a tag frees its entry.
+#     dropping a tag frees its entry; entries of a dropped database are reclaimed when full.
 #  C. not preloaded: segment_next -> 55000 with a HINT naming shared_preload_libraries.
 #  D. bad pg_idgen.max_segments at start: the server refuses to start.
 set -euo pipefail
@@ -52,6 +52,13 @@ check_match "B: the error hints at pg_idgen.max_segments" "$LAST_ERR" "HINT: .*p
 check "B: the server is still up" "$(q "$F" "SELECT segment_next('t1')")" -eq 2
 q "$F" "SELECT segment_drop('t2')" >/dev/null
 check "B: after segment_drop, the freed entry serves another tag" "$(q "$F" "SELECT segment_next('t3')")" -eq 1
+# the entry of a tag of a database dropped meanwhile is reclaimed when the table is full
+q "$F" "SELECT segment_drop('t3')" "CREATE DATABASE gone" >/dev/null
+qdb "$F" gone "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" "SELECT segment_create('g')" "SELECT segment_next('g')" >/dev/null
+q "$F" "SELECT segment_create('t4')" >/dev/null
+expect_sql_error "$F" 53400 "shared segment table is full" "SELECT segment_next('t4')"
+q "$F" "DROP DATABASE gone" >/dev/null
+check "B: entries of a dropped database are reclaimed" "$(q "$F" "SELECT segment_next('t4')")" -eq 1
 
 # ---- C ----
 NP=it_seg_nopreload
