@@ -352,7 +352,9 @@ fn read_config(tag: &str) -> Option<TagConfig> {
             target_ms: row.get::<i64>(7)?.unwrap_or(0),
         }))
     })
-    .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read pg_idgen_segments: {e}"), None))
+    .unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read pg_idgen_segments: {e}"), None)
+    })
 }
 
 unsafe fn entry_matches(e: *const Entry, db: pg_sys::Oid, tag: &[u8]) -> bool {
@@ -678,11 +680,13 @@ static mut CACHE: [Cached; CACHE_SLOTS] =
 static mut CACHE_NEXT: usize = 0;
 
 #[inline]
+#[allow(clippy::deref_addrof)] // `&raw` keeps clear of references to a `static mut`
 fn cache_get(tag: &[u8]) -> Option<(usize, u64)> {
     let cache = unsafe { &*(&raw const CACHE) };
     cache.iter().find(|c| c.len == tag.len() && c.tag[..c.len] == *tag).map(|c| (c.idx, c.gen))
 }
 
+#[allow(clippy::deref_addrof)]
 fn cache_put(tag: &[u8], idx: usize, gen: u64) {
     let cache = unsafe { &mut *(&raw mut CACHE) };
     let slot = match cache.iter().position(|c| c.len == tag.len() && c.tag[..c.len] == *tag) {
@@ -869,7 +873,10 @@ fn segment_create(
     let maxs = max_step.unwrap_or(step);
     if adaptive {
         if target_interval.is_none() {
-            bad("an adaptive step needs target_interval", Some("Pass target_interval => '15 minutes' (Leaf's default) with min_step/max_step."));
+            bad(
+                "an adaptive step needs target_interval",
+                Some("Pass target_interval => '15 minutes' (Leaf's default) with min_step/max_step."),
+            );
         }
         if unit <= 0 || maxs <= 0 || maxs > MAX_STEP {
             bad(format!("min_step and max_step must be between 1 and {MAX_STEP}"), None);
@@ -880,7 +887,9 @@ fn segment_create(
         if step % unit != 0 || maxs % unit != 0 {
             bad(
                 "step and max_step must be multiples of min_step",
-                Some("min_step is the fixed stride unit that keeps nodes disjoint; steps are multiples of it."),
+                Some(
+                    "min_step is the fixed stride unit that keeps nodes disjoint; steps are multiples of it.",
+                ),
             );
         }
         if (maxs / unit) as i64 > MAX_MULTIPLE {
@@ -897,7 +906,8 @@ fn segment_create(
     let _su = AsSuperuser::new();
     if let Some(ms) = target_interval {
         let ms: Option<f64> =
-            Spi::get_one_with_args("SELECT extract(epoch FROM $1)::float8 * 1000", &[ms.into()]).unwrap_or(None);
+            Spi::get_one_with_args("SELECT extract(epoch FROM $1)::float8 * 1000", &[ms.into()])
+                .unwrap_or(None);
         if ms.unwrap_or(0.0) < 1.0 {
             bad("target_interval must be positive", None);
         }
@@ -931,7 +941,9 @@ fn segment_create(
     let ddl = format!(
         "CREATE SEQUENCE {seqname} AS bigint INCREMENT BY {stride} MINVALUE {origin} START WITH {origin} CACHE 1 NO CYCLE"
     );
-    Spi::run(&ddl).unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not create the backing sequence: {e}"), None));
+    Spi::run(&ddl).unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not create the backing sequence: {e}"), None)
+    });
     Spi::run_with_args(
         &format!(
             "INSERT INTO {schema}.pg_idgen_segments (tag, seq, step, unit, start, nodes, node_index, min_step, max_step, target_interval) \
@@ -974,10 +986,12 @@ fn segment_drop(tag: &str) {
     let Some(seq) = seq else { unknown_tag(tag) };
     // seq::text is the quoted, schema-qualified-if-needed name of a sequence we created.
     let exists: Option<bool> =
-        Spi::get_one_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[seq.as_str().into()]).unwrap_or(None);
+        Spi::get_one_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[seq.as_str().into()])
+            .unwrap_or(None);
     if exists == Some(true) {
-        Spi::run(&format!("DROP SEQUENCE {seq}"))
-            .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not drop {seq}: {e}"), None));
+        Spi::run(&format!("DROP SEQUENCE {seq}")).unwrap_or_else(|e| {
+            raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not drop {seq}: {e}"), None)
+        });
     }
     let db = my_db();
     release(db, tag);
@@ -1007,15 +1021,22 @@ fn segment_set(tag: &str, next: i64) -> i64 {
             return Ok::<_, pgrx::spi::Error>(None);
         }
         let r = t.first();
-        Ok(Some((r.get::<pg_sys::Oid>(1)?.unwrap(), r.get::<i64>(2)?.unwrap(), r.get::<i64>(3)?.unwrap(), r.get::<i64>(4)?.unwrap())))
+        Ok(Some((
+            r.get::<pg_sys::Oid>(1)?.unwrap(),
+            r.get::<i64>(2)?.unwrap(),
+            r.get::<i64>(3)?.unwrap(),
+            r.get::<i64>(4)?.unwrap(),
+        )))
     })
     .unwrap_or(None);
     let Some((seqoid, unit, stride, origin)) = row else { unknown_tag(tag) };
     // Block concurrent reservations (nextval takes RowExclusiveLock) until this transaction ends.
     unsafe { pg_sys::LockRelationOid(seqoid, pg_sys::ShareRowExclusiveLock as i32) };
-    let last: Option<i64> =
-        Spi::get_one_with_args("SELECT pg_catalog.pg_sequence_last_value($1::oid::regclass)", &[seqoid.into()])
-            .unwrap_or(None);
+    let last: Option<i64> = Spi::get_one_with_args(
+        "SELECT pg_catalog.pg_sequence_last_value($1::oid::regclass)",
+        &[seqoid.into()],
+    )
+    .unwrap_or(None);
     // Every value up to the end of the last reserved chunk may have been handed out.
     let high = last.map(|l| l.saturating_add(unit - 1));
     if let Some(h) = high {
@@ -1028,11 +1049,21 @@ fn segment_set(tag: &str, next: i64) -> i64 {
             );
         }
     }
-    let Some(chunk) = chunk_at_or_above(origin, stride, next).filter(|c| c.checked_add(unit).is_some()) else {
-        raise(Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, format!("{next} is too close to the largest bigint"), None)
+    let Some(chunk) = chunk_at_or_above(origin, stride, next).filter(|c| c.checked_add(unit).is_some())
+    else {
+        raise(
+            Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("{next} is too close to the largest bigint"),
+            None,
+        )
     };
-    Spi::run_with_args("SELECT pg_catalog.setval($1::oid::regclass, $2, false)", &[seqoid.into(), chunk.into()])
-        .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not move the sequence: {e}"), None));
+    Spi::run_with_args(
+        "SELECT pg_catalog.setval($1::oid::regclass, $2, false)",
+        &[seqoid.into(), chunk.into()],
+    )
+    .unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not move the sequence: {e}"), None)
+    });
     unsafe { pg_sys::XLogFlush(flushable(pg_sys::GetXLogInsertRecPtr())) };
     release(my_db(), tag);
     chunk
