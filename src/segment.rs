@@ -17,10 +17,12 @@
 //!
 //! * One named LWLock tranche "pg_idgen segments" with `max_segments + 1` locks: lock 0 (the
 //!   *table lock*) guards claiming and releasing entries; lock `i + 1` (the *entry lock*) guards
-//!   everything mutable in entry `i`: `in_use`, `generation`, the configuration, the double
-//!   buffer and the statistics. Every field of an entry is read and written with its entry lock
-//!   held; the table lock is only taken on a backend's first use of a tag (claim) and by
-//!   drop/set (release), always *before* an entry lock, never the other way round.
+//!   everything mutable in entry `i`: the double buffer, the current step, `refilling` and the
+//!   statistics are read and written only with the entry lock held. The identity of an entry
+//!   (`in_use`, `generation`, `dbid`, the tag, the configuration) is written only with *both*
+//!   the table lock (exclusive) and the entry lock held, so it may be read holding either (a
+//!   backend's first use of a tag scans the table under the table lock in shared mode). The
+//!   table lock is always taken *before* an entry lock, never the other way round.
 //! * Nothing but arithmetic happens under an entry lock: no SPI, no catalog access, no I/O, no
 //!   palloc, no ERROR. Reservations (nextval, WAL flush) run with no LWLock held; the result is
 //!   then installed under the entry lock (`Buffers::install` only accepts a segment entirely above
@@ -197,10 +199,16 @@ impl Held {
     fn entry(idx: usize) -> Held {
         Held::lock(idx + 1)
     }
+    fn table_shared() -> Held {
+        Held::lock_mode(0, pg_sys::LWLockMode::LW_SHARED)
+    }
     fn lock(i: usize) -> Held {
+        Held::lock_mode(i, pg_sys::LWLockMode::LW_EXCLUSIVE)
+    }
+    fn lock_mode(i: usize, mode: pg_sys::LWLockMode::Type) -> Held {
         unsafe {
             let l = &raw mut (*(*header()).locks.add(i)).lock;
-            pg_sys::LWLockAcquire(l, pg_sys::LWLockMode::LW_EXCLUSIVE);
+            pg_sys::LWLockAcquire(l, mode);
             Held(l)
         }
     }
@@ -369,16 +377,14 @@ fn find_or_claim(tag: &str) -> (usize, u64) {
     let h = header();
     let db = my_db();
     let cap = unsafe { (*h).capacity };
-    let find = || -> Option<(usize, u64)> {
-        (0..cap).find_map(|i| {
-            let _g = Held::entry(i);
+    {
+        // Identity fields change only under the table lock held exclusively: shared suffices.
+        let _t = Held::table_shared();
+        let found = (0..cap).find_map(|i| {
             let e = entry_ptr(i);
             unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation)) }
-        })
-    };
-    {
-        let _t = Held::table();
-        if let Some(found) = find() {
+        });
+        if let Some(found) = found {
             return found;
         }
     }
@@ -550,6 +556,13 @@ fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
 /// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with
 /// no LWLock held. Returns the segment, or None if the chunks would overflow bigint.
 fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Segment> {
+    if unsafe { pg_sys::XactReadOnly } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot reserve a new segment in a read-only transaction",
+            Some("segment_next() reserves values durably when its segment runs out, like nextval(); call it in a read-write transaction."),
+        );
+    }
     let mut starts = Vec::with_capacity(mult as usize);
     {
         let _su = AsSuperuser::new();
@@ -603,6 +616,9 @@ fn refill(idx: usize, gen: u64, sync: bool) {
         }
     }
     let mut guard = ClearOnError(idx, gen, true);
+    if !sync && unsafe { pg_sys::XactReadOnly } {
+        return; // in a read-only transaction only a caller left with no value reserves (and fails)
+    }
     let seg = reserve(seqoid, unit, stride, mult);
     guard.2 = false;
     let now = now_unix_ms();

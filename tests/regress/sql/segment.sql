@@ -123,4 +123,16 @@ ROLLBACK;
 SELECT pg_temp.seg_err($$SELECT segment_next('ephemeral')$$);
 SELECT segment_create('ephemeral', 10, start => 500);
 SELECT segment_next('ephemeral');
+-- read-only transactions: values come from memory; a reservation is refused with a clear error
+SELECT segment_create('ro', 10);
+BEGIN READ ONLY;
+SELECT pg_temp.seg_err($$SELECT segment_next('ro')$$);
+ROLLBACK;
+SELECT array_agg(v) FROM (SELECT segment_next('ro') v FROM generate_series(1, 5)) s;
+-- the next segment (11..20) was reserved at 10 % of the first: 15 more values from memory
+BEGIN READ ONLY;
+SELECT array_agg(v) FROM (SELECT segment_next('ro') v FROM generate_series(1, 15)) s;
+SELECT pg_temp.seg_err($$SELECT segment_next('ro')$$);
+ROLLBACK;
+SELECT segment_next('ro');
 SELECT segment_drop(tag) FROM pg_idgen_segments ORDER BY tag;
