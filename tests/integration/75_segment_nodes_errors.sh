@@ -2,7 +2,8 @@
 # 75_segment_nodes_errors: multi-node stride and the errors that need their own server.
 #  A. two instances, tag created with nodes => 2 (node_index 0 and 1), 2 clients x 50,000
 #     values on each: the 200,000 values are distinct (disjoint across instances), each
-#     instance's values fall in its own chunks, and each client's values increase.
+#     instance's values fall in its own chunks, and each client's values increase. The same with
+#     an adaptive step (unit min_step = 10, up to 640): still disjoint, the step grows.
 #  B. a full shared table (pg_idgen.max_segments = 2): the third tag in use -> 53400 with a hint;
 #     dropping a tag frees its entry; entries of a dropped database are reclaimed when full.
 #  C. not preloaded: segment_next -> 55000 with a HINT naming shared_preload_libraries.
@@ -38,6 +39,20 @@ wrong=$(q "$N0" "SELECT count(*) FROM vals WHERE ((v - 1) / 100) % 2 <> node")
 check "A: every value lies in a chunk of its own node" "$wrong" -eq 0
 bad=$(q "$N0" "SELECT count(*) FROM (SELECT v, lag(v) OVER (PARTITION BY node, client ORDER BY g) p FROM vals) s WHERE v <= p")
 check "A: each client's values strictly increasing" "$bad" -eq 0
+# adaptive step with stride: steps grow (multiples of the fixed unit min_step), nodes stay disjoint
+for k in 0 1; do
+    q "it_seg_node$k" "SELECT segment_create('adapt', 10, nodes => 2, node_index => $k, min_step => 10, max_step => 640, target_interval => '1 hour')" >/dev/null
+    "$CLUSTER" psql "it_seg_node$k" -c "COPY (SELECT segment_next('adapt'), $k, 1, g FROM generate_series(1, 30000) g) TO STDOUT" >"$TMP/adapt.$k"
+done
+q "$N0" "TRUNCATE vals" >/dev/null
+cat "$TMP"/adapt.* | q "$N0" "COPY vals FROM STDIN" >/dev/null
+read -r cnt dist <<<"$(q "$N0" "SELECT count(*), count(DISTINCT v) FROM vals" | tr '|' ' ')"
+check "A: adaptive + stride: values disjoint across the two instances" "$dist" -eq 60000
+check "A: adaptive + stride: every value in a unit chunk of its own node" \
+    "$(q "$N0" "SELECT count(*) FROM vals WHERE ((v - 1) / 10) % 2 <> node")" -eq 0
+check "A: adaptive + stride: each node's values strictly increasing" \
+    "$(q "$N0" "SELECT count(*) FROM (SELECT v, lag(v) OVER (PARTITION BY node ORDER BY g) p FROM vals) s WHERE v <= p")" -eq 0
+check "A: adaptive + stride: the step grew to max_step" "$(q "$N1" "SELECT step FROM segment_status WHERE tag = 'adapt'")" -eq 640
 
 # ---- B ----
 F=it_seg_full
