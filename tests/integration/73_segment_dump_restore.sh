@@ -58,4 +58,7 @@ for target in "$C:restored" "$C2:postgres"; do
     dup=$(qdb "$cl" "$db" "SELECT count(*) - count(DISTINCT no) FROM invoices")
     check "[$cl/$db] no duplicate keys" "$dup" -eq 0
 done
+# the shared table is keyed by (database, tag): the original database's "inv" was not disturbed
+# by the restored copy's "inv" on the same instance (YugabyteDB TA-22935)
+check "the original database's tag continues its own sequence" "$(q "$C" "SELECT segment_next('inv')")" -eq $((seen_inv + 1))
 finish
