@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh — per-call cost and throughput of snowflake_next() next to
+# bench/run.sh — per-call cost and throughput of snowflake_next() and segment_next() next to
 # nextval(), nextval() on a CACHE 1000 sequence and gen_random_uuid().
 #
 # Usage: bench/run.sh [--quick]        (make bench, or make bench BENCH_ARGS=--quick)
@@ -29,16 +29,17 @@ set -euo pipefail
 # ---------------------------------------------------------------------------
 # Expressions to measure: "label|SQL expression|one-time setup SQL (optional)".
 # The FIRST entry is the baseline; the entry labelled REF_LABEL is the ratio's
-# denominator. Add more generators here, e.g. the segment allocator once it exists:
-#   "segment_next|segment_next('bench')|SELECT segment_create('bench')"
+# denominator (REF2_LABEL: a second ratio column). Add more generators here.
 EXPRS=(
     "bare series|g|"
     "nextval|nextval('bench_seq')|CREATE SEQUENCE bench_seq"
     "nextval CACHE 1000|nextval('bench_seq_cache')|CREATE SEQUENCE bench_seq_cache CACHE 1000"
     "gen_random_uuid|gen_random_uuid()|"
     "snowflake_next|snowflake_next()|"
+    "segment_next|segment_next('bench')|SELECT segment_create('bench')"
 )
 REF_LABEL=nextval
+REF2_LABEL="nextval CACHE 1000"
 LAYOUT_CEILING=4096000          # ids/s of the default layout (12-bit sequence per ms)
 # ---------------------------------------------------------------------------
 
@@ -150,7 +151,7 @@ for r in $(seq 1 "$REPS"); do
     sql+=$'\n'"INSERT INTO bench_result VALUES (3, 'snowflake_next', 0, $r, bench_ns('$(sqlq "$sf")'));"
 done
 q -c "$sql" >/dev/null
-sfi=$(for i in "${!labels[@]}"; do [ "${exprs[$i]}" = "snowflake_next()" ] && echo "$i"; done)
+sfi=$(for i in "${!labels[@]}"; do [ "${exprs[$i]}" = "snowflake_next()" ] && echo "$i"; done; true)
 declare -A DRIFT0
 for c in 2 4; do
     log "part 3: pgbench -c $c -j $c -T $SECS: snowflake_next() with max_drift_ms=0"
@@ -179,17 +180,20 @@ WITH med AS (
     SELECT label, ord, percentile_cont(0.5) WITHIN GROUP (ORDER BY ns) / $N AS ns_call
     FROM bench_result WHERE part = 1 GROUP BY label, ord
 ), base AS (SELECT ns_call FROM med WHERE ord = 0),
-   ref  AS (SELECT m.ns_call - b.ns_call AS ov FROM med m, base b WHERE m.label = '$(sqlq "$REF_LABEL")')
-SELECT '| expression | ns/call | overhead ns/call | overhead vs ${REF_LABEL} |'
-UNION ALL SELECT '|---|---:|---:|---:|'
+   ref  AS (SELECT m.ns_call - b.ns_call AS ov FROM med m, base b WHERE m.label = '$(sqlq "$REF_LABEL")'),
+   ref2 AS (SELECT m.ns_call - b.ns_call AS ov FROM med m, base b WHERE m.label = '$(sqlq "$REF2_LABEL")')
+SELECT '| expression | ns/call | overhead ns/call | overhead vs ${REF_LABEL} | overhead vs ${REF2_LABEL} |'
+UNION ALL SELECT '|---|---:|---:|---:|---:|'
 UNION ALL (
-SELECT format('| %s | %s | %s | %s |',
+SELECT format('| %s | %s | %s | %s | %s |',
               CASE WHEN m.ord = 0 THEN 'bare generate_series (baseline)' ELSE '\`' || e.expr || '\`' END,
               to_char(m.ns_call, 'FM999990.0'),
               CASE WHEN m.ord = 0 THEN '—' ELSE to_char(m.ns_call - b.ns_call, 'FM999990.0') END,
               CASE WHEN m.ord = 0 OR r.ov IS NULL OR r.ov <= 0 THEN '—'
-                   ELSE to_char((m.ns_call - b.ns_call) / r.ov, 'FM99990.00') || '×' END)
-FROM med m CROSS JOIN base b LEFT JOIN ref r ON true
+                   ELSE to_char((m.ns_call - b.ns_call) / r.ov, 'FM99990.00') || '×' END,
+              CASE WHEN m.ord = 0 OR r2.ov IS NULL OR r2.ov <= 0 THEN '—'
+                   ELSE to_char((m.ns_call - b.ns_call) / r2.ov, 'FM99990.00') || '×' END)
+FROM med m CROSS JOIN base b LEFT JOIN ref r ON true LEFT JOIN ref2 r2 ON true
 JOIN (VALUES $(for i in "${!exprs[@]}"; do printf "%s(%d, '%s')" "$([ "$i" -gt 0 ] && echo ,)" "$i" "$(sqlq "${exprs[$i]}")"; done)) e(ord, expr) ON e.ord = m.ord
 ORDER BY m.ord);
 SQL

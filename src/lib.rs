@@ -3,6 +3,7 @@
 //! * [`gucs`] — the `pg_idgen.*` settings and their validation;
 //! * [`shmem`] — shared generator state, its locking protocol and its durable state file;
 //! * [`snowflake`] — `snowflake_next()` and statistics, on top of `pg_idgen_core`'s clock policy;
+//! * [`segment`] — segment sequences (`segment_next()` & co): shared table, durable reservations;
 //! * [`layouts`] — decoding and composing ids (`uid_decode`, `snowflake_at`, `uid_compose`);
 //! * [`worker`] — the worker id: setting, catalog table, clone safety;
 //! * [`wal`] — the custom WAL resource manager that carries reservations to standbys;
@@ -15,6 +16,7 @@ use pgrx::prelude::*;
 mod errors;
 mod gucs;
 mod layouts;
+mod segment;
 mod shmem;
 mod snowflake;
 mod wal;
@@ -30,6 +32,9 @@ pub extern "C-unwind" fn _PG_init() {
     // Shared memory can only be requested while the postmaster preloads the library. Loaded
     // later, the decoding functions still work and the generators raise 55000 with a hint.
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
+    if preloading {
+        segment::init(); // before gucs::init reserves the pg_idgen prefix
+    }
     gucs::init(preloading);
     layouts::init();
     if preloading {

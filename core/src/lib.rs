@@ -1,9 +1,10 @@
 //! Pure logic of pg_idgen, with no PostgreSQL dependency so that it is testable with plain
 //! `cargo test`: id layouts and their arithmetic ([`layout`]) and the snowflake clock policy
-//! with an injectable clock ([`generator`]).
+//! with an injectable clock ([`generator`]), segment arithmetic and the double buffer ([`segment`]).
 
 pub mod generator;
 pub mod layout;
 
 pub use generator::{next_id, Clock, GenError, Issued, LocalState, Policy, SequenceStart, WorkerState};
 pub use layout::{FieldOrder, IdError, Layout, LayoutError, Parts, NAMED_LAYOUTS};
+pub mod segment;

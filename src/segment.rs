@@ -1,0 +1,1212 @@
+//! Segment sequences (SPEC §6): dense 64-bit counters per tag, handed out from shared memory in
+//! durable batches ("segments"), Meituan Leaf's segment mode with its double buffer.
+//!
+//! Durability design. Each tag is backed by a real PostgreSQL sequence (created by
+//! `segment_create`, named `pg_idgen_seg_<n>` in the extension's schema) with
+//! `INCREMENT BY nodes*unit START start + node_index*unit`: one `nextval` reserves one *chunk* of
+//! `unit` values. A reservation calls `nextval_oid` directly (non-transactional: a ROLLBACK of the
+//! caller does not give it back), then `XLogFlush`es the WAL inserted so far (the sequence's
+//! WAL record, which PostgreSQL writes ahead of the value, or the record of another backend's
+//! reservation that covers it) and waits for synchronous standbys if any are configured — all
+//! before a value of the chunk is handed out. Sequences are WAL-logged (crash recovery,
+//! streaming standbys) and, created at run time, are not extension members, so pg_dump dumps them
+//! with their current value; the tag metadata lives in `pg_idgen_segments`, registered with
+//! `pg_extension_config_dump`. A restart only forgets the cached remainder (gaps, never reuse).
+//!
+//! Locking protocol (read this before touching anything below):
+//!
+//! * One named LWLock tranche "pg_idgen segments" with `max_segments + 1` locks: lock 0 (the
+//!   *table lock*) guards claiming and releasing entries; lock `i + 1` (the *entry lock*) guards
+//!   everything mutable in entry `i`: the double buffer, the current step, `refilling` and the
+//!   statistics are read and written only with the entry lock held. The identity of an entry
+//!   (`in_use`, `generation`, `dbid`, the tag, the configuration) is written only with *both*
+//!   the table lock (exclusive) and the entry lock held, so it may be read holding either (a
+//!   backend's first use of a tag scans the table under the table lock in shared mode). The
+//!   table lock is always taken *before* an entry lock, never the other way round.
+//! * Nothing but arithmetic happens under an entry lock: no SPI, no catalog access, no I/O, no
+//!   palloc, no ERROR. Reservations (nextval, WAL flush) run with no LWLock held; the result is
+//!   then installed under the entry lock (`Buffers::install` only accepts a segment entirely above
+//!   everything installed before, so concurrent reservations can never make values go back).
+//! * A backend caches (tag -> entry index, generation). `generation` changes whenever an entry is
+//!   released or claimed, so a stale index (drop + create, set) is detected under the entry lock.
+//! * `refilling` (under the entry lock) elects one backend for the asynchronous refill; it is only
+//!   a hint: a backend that finds both buffers empty reserves synchronously regardless, so a
+//!   refiller that died cannot stall the tag.
+
+use std::cell::RefCell;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pg_idgen_core::segment::{chunk_at_or_above, next_multiple, Buffers, Segment, Take};
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::errors::{raise, raise_full, Code};
+use crate::layouts::{ms_to_timestamptz, now_unix_ms};
+
+pub static MAX_SEGMENTS: GucSetting<i32> = GucSetting::<i32>::new(256);
+const MAX_SEGMENTS_LIMIT: i32 = 1_000_000;
+const SHMEM_NAME: &CStr = c"pg_idgen segment table";
+const TRANCHE_NAME: &CStr = c"pg_idgen segments";
+/// Longest tag, in bytes (an identifier's length, NAMEDATALEN - 1).
+pub const MAX_TAG_BYTES: usize = 63;
+/// Largest step (values per segment).
+pub const MAX_STEP: i32 = 100_000_000;
+/// Largest `nodes`.
+pub const MAX_NODES: i32 = 1024;
+/// Largest `max_step / min_step`: a reservation calls nextval once per unit.
+pub const MAX_MULTIPLE: i64 = 1024;
+
+#[repr(C, align(64))]
+struct Entry {
+    in_use: bool,
+    generation: u64,
+    dbid: pg_sys::Oid,
+    tag_len: usize,
+    tag: [u8; MAX_TAG_BYTES],
+    seqoid: pg_sys::Oid,
+    unit: i64,
+    stride: i64,
+    /// Current step = mult * unit; mult within [min_m, max_m]; target_ms 0 = fixed step.
+    mult: i64,
+    min_m: i64,
+    max_m: i64,
+    target_ms: i64,
+    bufs: Buffers,
+    refilling: bool,
+    issued: i64,
+    refills: i64,
+    sync_refills: i64,
+    discarded: i64,
+    last_refill_ms: i64,
+}
+
+#[repr(C)]
+struct Header {
+    locks: *mut pg_sys::LWLockPadded,
+    capacity: usize,
+    /// Last generation handed out (under the table lock).
+    next_gen: u64,
+}
+
+static mut HEADER: *mut Header = std::ptr::null_mut();
+static mut ENTRIES: *mut Entry = std::ptr::null_mut();
+static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
+static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
+static PRELOADED: AtomicBool = AtomicBool::new(false);
+
+fn capacity_setting() -> usize {
+    MAX_SEGMENTS.get().max(1) as usize
+}
+
+fn entries_offset() -> usize {
+    std::mem::size_of::<Header>().next_multiple_of(64)
+}
+
+fn shmem_size() -> usize {
+    entries_offset() + capacity_setting() * std::mem::size_of::<Entry>() + 64
+}
+
+/// Defines `pg_idgen.max_segments` and requests the shared table. Called from `_PG_init` while
+/// preloading, before `gucs::init` reserves the `pg_idgen` prefix.
+pub fn init() {
+    // An out-of-range value of a custom setting at start is only a WARNING (and the default
+    // would silently be used): refuse to start instead, as for the other postmaster settings.
+    let raw = unsafe { pg_sys::GetConfigOption(c"pg_idgen.max_segments".as_ptr(), true, false) };
+    if !raw.is_null() {
+        let text = unsafe { CStr::from_ptr(raw) }.to_string_lossy().into_owned();
+        if !matches!(text.trim().parse::<i64>(), Ok(v) if (1..=MAX_SEGMENTS_LIMIT as i64).contains(&v)) {
+            raise(
+                Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("invalid value for pg_idgen.max_segments: \"{text}\""),
+                Some("pg_idgen.max_segments must be an integer between 1 and 1000000; the server does not start with it."),
+            );
+        }
+    }
+    GucRegistry::define_int_guc(
+        c"pg_idgen.max_segments",
+        c"Capacity of the shared segment table: how many (database, tag) pairs can be in use at once.",
+        c"Each entry holds one tag's cursor and reserved segments (about 300 bytes). Fixed at server start.",
+        &MAX_SEGMENTS,
+        1,
+        MAX_SEGMENTS_LIMIT,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    PRELOADED.store(true, Ordering::Relaxed);
+    unsafe {
+        PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
+        pg_sys::shmem_request_hook = Some(shmem_request);
+        PREV_SHMEM_STARTUP_HOOK = pg_sys::shmem_startup_hook;
+        pg_sys::shmem_startup_hook = Some(shmem_startup);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn shmem_request() {
+    unsafe {
+        if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
+            prev();
+        }
+        pg_sys::RequestAddinShmemSpace(shmem_size());
+        pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), (capacity_setting() + 1) as i32);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn shmem_startup() {
+    unsafe {
+        if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
+            prev();
+        }
+        let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock; // AddinShmemInitLock
+        pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        let mut found = false;
+        let base = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), shmem_size(), &mut found).cast::<u8>();
+        let header = base.cast::<Header>();
+        if !found {
+            // Zeroed memory is a valid table of free entries.
+            std::ptr::write_bytes(base, 0, shmem_size());
+            (*header).locks = pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr());
+            (*header).capacity = capacity_setting();
+        }
+        HEADER = header;
+        ENTRIES = base.add(entries_offset()).cast::<Entry>();
+        pg_sys::LWLockRelease(init_lock);
+    }
+}
+
+fn header() -> *mut Header {
+    let h = unsafe { HEADER };
+    if h.is_null() {
+        crate::errors::not_preloaded();
+    }
+    h
+}
+
+fn entry_ptr(idx: usize) -> *mut Entry {
+    unsafe { ENTRIES.add(idx) }
+}
+
+/// Holds one LWLock of the tranche; released on drop, including while an ERROR unwinds.
+struct Held(*mut pg_sys::LWLock);
+
+impl Held {
+    fn table() -> Held {
+        Held::lock(0)
+    }
+    fn entry(idx: usize) -> Held {
+        Held::lock(idx + 1)
+    }
+    fn table_shared() -> Held {
+        Held::lock_mode(0, pg_sys::LWLockMode::LW_SHARED)
+    }
+    fn lock(i: usize) -> Held {
+        Held::lock_mode(i, pg_sys::LWLockMode::LW_EXCLUSIVE)
+    }
+    fn lock_mode(i: usize, mode: pg_sys::LWLockMode::Type) -> Held {
+        unsafe {
+            let l = &raw mut (*(*header()).locks.add(i)).lock;
+            pg_sys::LWLockAcquire(l, mode);
+            Held(l)
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        unsafe {
+            if pg_sys::LWLockHeldByMe(self.0) {
+                pg_sys::LWLockRelease(self.0);
+            }
+        }
+    }
+}
+
+fn my_db() -> pg_sys::Oid {
+    unsafe { pg_sys::MyDatabaseId }
+}
+
+/// Runs as the bootstrap superuser with `search_path = pg_catalog, pg_temp` (both restored on
+/// drop, and by transaction abort after an ERROR): reading pg_idgen_segments and calling nextval
+/// on a tag's sequence are the extension's business, not something every caller of segment_next
+/// needs privileges for; the pinned search_path keeps a caller's own operators, functions or
+/// types from being resolved in the statements run with those privileges.
+struct AsSuperuser(pg_sys::Oid, i32, i32);
+
+impl AsSuperuser {
+    fn new() -> AsSuperuser {
+        let (mut user, mut ctx) = (pg_sys::Oid::INVALID, 0);
+        unsafe {
+            pg_sys::GetUserIdAndSecContext(&mut user, &mut ctx);
+            let nest = pg_sys::NewGUCNestLevel();
+            pg_sys::set_config_option(
+                c"search_path".as_ptr(),
+                c"pg_catalog, pg_temp".as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+            pg_sys::SetUserIdAndSecContext(
+                pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID),
+                ctx | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
+            );
+            AsSuperuser(user, ctx, nest)
+        }
+    }
+}
+
+impl Drop for AsSuperuser {
+    fn drop(&mut self) {
+        unsafe {
+            pg_sys::SetUserIdAndSecContext(self.0, self.1);
+            pg_sys::AtEOXact_GUC(true, self.2);
+        }
+    }
+}
+
+fn check_not_standby() {
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot hand out segment values on a standby server",
+            Some("segment_next() reserves values durably, which needs a writable primary; call it on the primary, or after promotion."),
+        );
+    }
+}
+
+fn validate_tag(tag: &str) {
+    if tag.is_empty() {
+        raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, "segment tag must not be empty", None);
+    }
+    if tag.len() > MAX_TAG_BYTES {
+        raise(
+            Code::ERRCODE_NAME_TOO_LONG,
+            format!("segment tag is too long ({} bytes)", tag.len()),
+            Some("A tag can have at most 63 bytes."),
+        );
+    }
+}
+
+fn unknown_tag(tag: &str) -> ! {
+    raise(
+        Code::ERRCODE_UNDEFINED_OBJECT,
+        format!("segment tag \"{tag}\" does not exist"),
+        Some("Create it with segment_create(tag) (as a superuser); SELECT tag FROM segment_status lists the tags of this database."),
+    )
+}
+
+/// The schema the extension lives in, quoted (it cannot move: relocatable = false).
+fn ext_schema() -> String {
+    thread_local! { static SCHEMA: RefCell<Option<String>> = const { RefCell::new(None) }; }
+    if let Some(s) = SCHEMA.with(|s| s.borrow().clone()) {
+        return s;
+    }
+    // Read-only SPI (no xid assigned): this also runs on a hot standby. As the superuser with
+    // a pinned search_path, like the statements that use the answer.
+    let _su = AsSuperuser::new();
+    let name: Option<String> = Spi::connect(|c| {
+        c.select(
+            "SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_idgen'",
+            Some(1),
+            &[],
+        )?
+        .first()
+        .get_one::<String>()
+    })
+    .unwrap_or(None);
+    let q = pgrx::spi::quote_identifier(name.unwrap_or_else(|| "public".into()));
+    SCHEMA.with(|s| *s.borrow_mut() = Some(q.clone()));
+    q
+}
+
+/// A tag's row of pg_idgen_segments, as the hot path needs it.
+struct TagConfig {
+    seqoid: pg_sys::Oid,
+    unit: i64,
+    stride: i64,
+    mult: i64,
+    min_m: i64,
+    max_m: i64,
+    target_ms: i64,
+}
+
+fn read_config(tag: &str) -> Option<TagConfig> {
+    let _su = AsSuperuser::new();
+    let sql = format!(
+        "SELECT seq::oid, unit::bigint, (nodes::bigint * unit), (step / unit)::bigint, \
+                (coalesce(min_step, step) / unit)::bigint, (coalesce(max_step, step) / unit)::bigint, \
+                coalesce((extract(epoch FROM target_interval) * 1000)::bigint, 0) \
+         FROM {}.pg_idgen_segments WHERE tag = $1",
+        ext_schema()
+    );
+    Spi::connect(|c| {
+        let t = c.select(&sql, Some(1), &[tag.into()])?;
+        if t.is_empty() {
+            return Ok::<_, pgrx::spi::Error>(None);
+        }
+        let row = t.first();
+        Ok(Some(TagConfig {
+            seqoid: row.get::<pg_sys::Oid>(1)?.unwrap_or(pg_sys::Oid::INVALID),
+            unit: row.get::<i64>(2)?.unwrap_or(1),
+            stride: row.get::<i64>(3)?.unwrap_or(1),
+            mult: row.get::<i64>(4)?.unwrap_or(1),
+            min_m: row.get::<i64>(5)?.unwrap_or(1),
+            max_m: row.get::<i64>(6)?.unwrap_or(1),
+            target_ms: row.get::<i64>(7)?.unwrap_or(0),
+        }))
+    })
+    .unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read pg_idgen_segments: {e}"), None)
+    })
+}
+
+unsafe fn entry_matches(e: *const Entry, db: pg_sys::Oid, tag: &[u8]) -> bool {
+    unsafe {
+        let e = &*e;
+        e.in_use && e.dbid == db && &e.tag[..e.tag_len] == tag
+    }
+}
+
+/// Finds the entry of (this database, tag), claiming one on first use. Slow path.
+fn find_or_claim(tag: &str) -> (usize, u64) {
+    let h = header();
+    let db = my_db();
+    let cap = unsafe { (*h).capacity };
+    {
+        // Identity fields change only under the table lock held exclusively: shared suffices.
+        let _t = Held::table_shared();
+        let found = (0..cap).find_map(|i| {
+            let e = entry_ptr(i);
+            unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation)) }
+        });
+        if let Some(found) = found {
+            return found;
+        }
+    }
+    // Not in shared memory yet: read the catalog with no LWLock held.
+    let Some(cfg) = read_config(tag) else { unknown_tag(tag) };
+    if let Some(claimed) = claim(tag, &cfg) {
+        return claimed;
+    }
+    // Full: entries of databases dropped since they were claimed can be reused.
+    if reclaim_dropped_databases() {
+        if let Some(claimed) = claim(tag, &cfg) {
+            return claimed;
+        }
+    }
+    raise(
+        Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+        format!("the shared segment table is full: all {cap} entries are in use"),
+        Some("Raise pg_idgen.max_segments (takes a server restart), or drop tags no longer used with segment_drop()."),
+    )
+}
+
+/// Frees the entries of databases that no longer exist; true if it freed any.
+fn reclaim_dropped_databases() -> bool {
+    let h = header();
+    let cap = unsafe { (*h).capacity };
+    let mut in_table: Vec<u32> = {
+        let _t = Held::table();
+        (0..cap)
+            .filter_map(|i| {
+                let _g = Held::entry(i);
+                let e = entry_ptr(i);
+                unsafe { (*e).in_use.then(|| u32::from((*e).dbid)) }
+            })
+            .collect()
+    };
+    in_table.sort_unstable();
+    in_table.dedup();
+    let live: Vec<u32> = Spi::connect(|c| {
+        let t = c.select("SELECT oid FROM pg_catalog.pg_database", None, &[])?;
+        let mut v = Vec::new();
+        for r in t {
+            if let Some(o) = r.get::<pg_sys::Oid>(1)? {
+                v.push(u32::from(o));
+            }
+        }
+        Ok::<_, pgrx::spi::Error>(v)
+    })
+    .unwrap_or_default();
+    if live.is_empty() {
+        return false;
+    }
+    let dead: Vec<u32> = in_table.into_iter().filter(|d| !live.contains(d)).collect();
+    if dead.is_empty() {
+        return false;
+    }
+    let _t = Held::table();
+    for i in 0..cap {
+        let _g = Held::entry(i);
+        let e = entry_ptr(i);
+        unsafe {
+            if (*e).in_use && dead.contains(&u32::from((*e).dbid)) {
+                (*e).in_use = false;
+                (*h).next_gen += 1;
+                (*e).generation = (*h).next_gen;
+            }
+        }
+    }
+    true
+}
+
+/// Claims a free entry for (this database, tag), unless another backend claimed one meanwhile.
+/// None when the table is full.
+fn claim(tag: &str, cfg: &TagConfig) -> Option<(usize, u64)> {
+    let h = header();
+    let db = my_db();
+    let cap = unsafe { (*h).capacity };
+    let _t = Held::table();
+    let found = (0..cap).find_map(|i| {
+        let _g = Held::entry(i);
+        let e = entry_ptr(i);
+        unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation)) }
+    });
+    if found.is_some() {
+        return found; // claimed meanwhile
+    }
+    for i in 0..cap {
+        let _g = Held::entry(i);
+        let e = entry_ptr(i);
+        unsafe {
+            if (*e).in_use {
+                continue;
+            }
+            (*h).next_gen += 1;
+            let gen = (*h).next_gen;
+            std::ptr::write(
+                e,
+                Entry {
+                    in_use: true,
+                    generation: gen,
+                    dbid: db,
+                    tag_len: tag.len(),
+                    tag: [0; MAX_TAG_BYTES],
+                    seqoid: cfg.seqoid,
+                    unit: cfg.unit,
+                    stride: cfg.stride,
+                    mult: cfg.mult,
+                    min_m: cfg.min_m,
+                    max_m: cfg.max_m,
+                    target_ms: cfg.target_ms,
+                    bufs: Buffers::default(),
+                    refilling: false,
+                    issued: 0,
+                    refills: 0,
+                    sync_refills: 0,
+                    discarded: 0,
+                    last_refill_ms: 0,
+                },
+            );
+            (&mut (*e).tag)[..tag.len()].copy_from_slice(tag.as_bytes());
+            return Some((i, gen));
+        }
+    }
+    None
+}
+
+/// Releases the entry of (db, tag) if it is in shared memory: its cached values are dropped
+/// (gaps) and backends holding its index see the generation change.
+fn release(db: pg_sys::Oid, tag: &str) {
+    if unsafe { HEADER.is_null() } {
+        return;
+    }
+    let h = header();
+    let _t = Held::table();
+    for i in 0..unsafe { (*h).capacity } {
+        let _g = Held::entry(i);
+        let e = entry_ptr(i);
+        unsafe {
+            if entry_matches(e, db, tag.as_bytes()) {
+                (*e).in_use = false;
+                (*h).next_gen += 1;
+                (*e).generation = (*h).next_gen;
+            }
+        }
+    }
+}
+
+unsafe extern "C-unwind" {
+    /// The C function itself, only ever called by `DirectFunctionCall1Coll` (which pgrx guards).
+    #[link_name = "nextval_oid"]
+    fn raw_nextval_oid(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum;
+}
+
+/// The current WAL insert position as a flush target. When nothing has been inserted on the
+/// current page yet, `GetXLogInsertRecPtr` points just past the page header, a position no
+/// record ends at, and `XLogFlush` to it would fail ("xlog flush request … is not satisfied"):
+/// use the page boundary instead, which is where the last record ended.
+fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
+    const SHORT_PHD: u64 = 24; // MAXALIGN(sizeof(XLogPageHeaderData))
+    const LONG_PHD: u64 = 40; // MAXALIGN(sizeof(XLogLongPageHeaderData)), first page of a segment
+    let page_off = ptr % pg_sys::XLOG_BLCKSZ as u64;
+    let seg_off = ptr % unsafe { pg_sys::wal_segment_size } as u64;
+    if page_off == SHORT_PHD && seg_off != SHORT_PHD || seg_off == LONG_PHD {
+        ptr - page_off
+    } else {
+        ptr
+    }
+}
+
+/// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with
+/// no LWLock held. Returns the segment, or None if the chunks would overflow bigint.
+fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Segment> {
+    if unsafe { pg_sys::XactReadOnly } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot reserve a new segment in a read-only transaction",
+            Some("segment_next() reserves values durably when its segment runs out, like nextval(); call it in a read-write transaction."),
+        );
+    }
+    let mut starts = Vec::with_capacity(mult as usize);
+    {
+        let _su = AsSuperuser::new();
+        for _ in 0..mult {
+            let d = unsafe {
+                pg_sys::DirectFunctionCall1Coll(
+                    Some(raw_nextval_oid),
+                    pg_sys::Oid::INVALID,
+                    pg_sys::Datum::from(seqoid),
+                )
+            };
+            starts.push(d.value() as i64);
+        }
+    }
+    unsafe {
+        // Everything inserted so far: our nextval's record, or the earlier record (possibly
+        // another backend's, still unflushed) that covers the values we got.
+        let upto = flushable(pg_sys::GetXLogInsertRecPtr());
+        pg_sys::XLogFlush(upto);
+        // With synchronous standbys configured, a reservation waits for them like a commit.
+        pg_sys::SyncRepWaitForLSN(upto, false);
+    }
+    Segment::from_chunks(&starts, unit, stride)
+}
+
+/// Refills entry `idx` (generation `gen`). `sync`: both buffers were empty.
+fn refill(idx: usize, gen: u64, sync: bool) {
+    let (seqoid, unit, stride, mult) = {
+        let _g = Held::entry(idx);
+        let e = entry_ptr(idx);
+        unsafe {
+            if !(*e).in_use || (*e).generation != gen {
+                return;
+            }
+            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult)
+        }
+    };
+    /// Clears `refilling` if the reservation fails (ERROR), so another backend takes over.
+    struct ClearOnError(usize, u64, bool);
+    impl Drop for ClearOnError {
+        fn drop(&mut self) {
+            if self.2 {
+                let _g = Held::entry(self.0);
+                let e = entry_ptr(self.0);
+                unsafe {
+                    if (*e).generation == self.1 {
+                        (*e).refilling = false;
+                    }
+                }
+            }
+        }
+    }
+    let mut guard = ClearOnError(idx, gen, true);
+    if !sync && unsafe { pg_sys::XactReadOnly } {
+        return; // in a read-only transaction only a caller left with no value reserves (and fails)
+    }
+    let seg = reserve(seqoid, unit, stride, mult);
+    guard.2 = false;
+    let now = now_unix_ms();
+    let _g = Held::entry(idx);
+    let e = entry_ptr(idx);
+    unsafe {
+        if (*e).generation != gen {
+            return; // dropped or reset meanwhile: the reservation becomes a gap
+        }
+        (*e).refilling = false;
+        let Some(seg) = seg else {
+            drop(_g);
+            overflow_oid(seqoid)
+        };
+        match (*e).bufs.install(seg) {
+            pg_idgen_core::segment::Installed::Discarded => (*e).discarded += 1,
+            _ => {
+                (*e).refills += 1;
+                if sync {
+                    (*e).sync_refills += 1;
+                }
+                if (*e).last_refill_ms > 0 {
+                    let lasted = now - (*e).last_refill_ms;
+                    (*e).mult = next_multiple((*e).mult, lasted, (*e).target_ms, (*e).min_m, (*e).max_m);
+                }
+                (*e).last_refill_ms = now;
+            }
+        }
+    }
+}
+
+fn overflow_oid(seqoid: pg_sys::Oid) -> ! {
+    raise(
+        Code::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+        format!("segment sequence {} has reached the largest bigint value", u32::from(seqoid)),
+        None,
+    )
+}
+
+/// Longest a backend that found both buffers empty waits for another backend's reservation in
+/// flight before reserving by itself (that reservation may have died with its backend).
+const WAIT_FOR_REFILL_MS: i64 = 100;
+
+/// Unguarded C entry points for the hot path. pgrx routes every `pg_sys` call through a
+/// `sigsetjmp` boundary (~15 ns each); these three cannot raise an ERROR in the way they are used
+/// here (an uncontended or contended acquire of a lock we do not hold, its release, a flag read),
+/// so they are called directly. Everything else, including every error, goes through pgrx.
+mod raw {
+    use pgrx::pg_sys;
+    unsafe extern "C" {
+        #[link_name = "LWLockAcquire"]
+        pub fn lwlock_acquire(lock: *mut pg_sys::LWLock, mode: pg_sys::LWLockMode::Type) -> bool;
+        #[link_name = "LWLockRelease"]
+        pub fn lwlock_release(lock: *mut pg_sys::LWLock);
+        #[link_name = "RecoveryInProgress"]
+        pub fn recovery_in_progress() -> bool;
+    }
+}
+
+/// The tags this backend used last (a few, so that a table with several segment DEFAULTs does not
+/// miss on every call): tag bytes, entry index, the entry's generation then. Backends are
+/// single-threaded and only `segment_next` touches it.
+const CACHE_SLOTS: usize = 8;
+
+#[derive(Clone, Copy)]
+struct Cached {
+    len: usize,
+    tag: [u8; MAX_TAG_BYTES],
+    idx: usize,
+    gen: u64,
+}
+
+static mut CACHE: [Cached; CACHE_SLOTS] =
+    [Cached { len: usize::MAX, tag: [0; MAX_TAG_BYTES], idx: usize::MAX, gen: 0 }; CACHE_SLOTS];
+static mut CACHE_NEXT: usize = 0;
+
+#[inline]
+#[allow(clippy::deref_addrof)] // `&raw` keeps clear of references to a `static mut`
+fn cache_get(tag: &[u8]) -> Option<(usize, u64)> {
+    let cache = unsafe { &*(&raw const CACHE) };
+    cache.iter().find(|c| c.len == tag.len() && c.tag[..c.len] == *tag).map(|c| (c.idx, c.gen))
+}
+
+#[allow(clippy::deref_addrof)]
+fn cache_put(tag: &[u8], idx: usize, gen: u64) {
+    let cache = unsafe { &mut *(&raw mut CACHE) };
+    let slot = match cache.iter().position(|c| c.len == tag.len() && c.tag[..c.len] == *tag) {
+        Some(i) => i,
+        None => unsafe {
+            let i = CACHE_NEXT % CACHE_SLOTS;
+            CACHE_NEXT = CACHE_NEXT.wrapping_add(1);
+            i
+        },
+    };
+    let c = &mut cache[slot];
+    c.tag[..tag.len()].copy_from_slice(tag);
+    c.len = tag.len();
+    c.idx = idx;
+    c.gen = gen;
+}
+
+/// The bytes of a text argument without copying; detoasts (via pgrx) only when it must.
+unsafe fn text_bytes<'a>(d: pg_sys::Datum) -> &'a [u8] {
+    unsafe {
+        let mut p = d.cast_mut_ptr::<u8>();
+        let b0 = *p;
+        if b0 == 0x01 || (b0 & 0x01 == 0 && (p.cast::<u32>().read_unaligned() & 0x03) == 0x02) {
+            // external (TOAST pointer) or compressed inline: detoast
+            p = pg_sys::pg_detoast_datum_packed(p.cast()).cast();
+        }
+        let b0 = *p;
+        if b0 & 0x01 == 1 {
+            let len = (b0 >> 1) as usize; // 1-byte header, little-endian
+            std::slice::from_raw_parts(p.add(1), len.saturating_sub(1))
+        } else {
+            let len = (p.cast::<u32>().read_unaligned() >> 2) as usize;
+            std::slice::from_raw_parts(p.add(4), len.saturating_sub(4))
+        }
+    }
+}
+
+#[unsafe(no_mangle)]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo_pg_idgen_segment_next() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+/// `segment_next(tag text) RETURNS bigint STRICT`: the next value of `tag`, unique and
+/// increasing across all backends of the instance. A plain V1 function (declared in the
+/// extension SQL below) so that the steady state is two atomic LWLock operations and a few
+/// compares: no pgrx argument conversion, no UTF-8 validation, no catalog access.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn pg_idgen_segment_next(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    unsafe {
+        let arg = (*fcinfo).args.as_slice(1)[0].value;
+        pg_sys::Datum::from(next_value(text_bytes(arg)))
+    }
+}
+
+fn tag_str(tag: &[u8]) -> &str {
+    std::str::from_utf8(tag).unwrap_or_else(|_| {
+        raise(Code::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE, "segment tag is not valid UTF-8", None)
+    })
+}
+
+#[inline]
+fn next_value(tag: &[u8]) -> i64 {
+    if unsafe { raw::recovery_in_progress() } {
+        check_not_standby();
+    }
+    let h = unsafe { HEADER };
+    if h.is_null() {
+        crate::errors::not_preloaded();
+    }
+    let (mut idx, mut gen) = cache_get(tag).unwrap_or((usize::MAX, 0));
+    let mut wait_until_ms: Option<i64> = None;
+    loop {
+        if idx == usize::MAX {
+            let t = tag_str(tag);
+            validate_tag(t);
+            (idx, gen) = find_or_claim(t);
+            cache_put(tag, idx, gen);
+        }
+        // (value, refill now, another backend's refill is in flight)
+        let taken = unsafe {
+            let lock = &raw mut (*(*h).locks.add(idx + 1)).lock;
+            raw::lwlock_acquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+            let e = entry_ptr(idx);
+            let r = if !(*e).in_use || (*e).generation != gen {
+                None
+            } else {
+                match (*e).bufs.take() {
+                    Take::Value { value, .. } => {
+                        (*e).issued += 1;
+                        let due = !(*e).refilling && (*e).bufs.refill_overdue();
+                        if due {
+                            (*e).refilling = true;
+                        }
+                        Some((Some(value), due))
+                    }
+                    Take::Empty if (*e).refilling && wait_until_ms.is_none_or(|t| now_unix_ms() < t) => {
+                        Some((None, false))
+                    }
+                    Take::Empty => {
+                        (*e).refilling = true;
+                        Some((None, true))
+                    }
+                }
+            };
+            raw::lwlock_release(lock);
+            r
+        };
+        match taken {
+            None => idx = usize::MAX, // stale cache (dropped, re-created, set): look up again
+            Some((Some(value), due)) => {
+                if due {
+                    refill(idx, gen, false);
+                }
+                return value;
+            }
+            Some((None, true)) => refill(idx, gen, true),
+            Some((None, false)) => {
+                // Both buffers empty, a reservation in flight: wait for it (interruptibly).
+                wait_until_ms.get_or_insert_with(|| now_unix_ms() + WAIT_FOR_REFILL_MS);
+                pgrx::check_for_interrupts!();
+                unsafe { pg_sys::pg_usleep(20) };
+            }
+        }
+    }
+}
+
+fn require_superuser(what: &str) {
+    if !unsafe { pg_sys::superuser() } {
+        raise(
+            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied to {what}"),
+            Some("Segment tags are configured by superusers (EXECUTE on segment_create, segment_drop and segment_set is revoked from PUBLIC)."),
+        );
+    }
+}
+
+fn check_writable(what: &str) {
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            format!("cannot {what} on a standby server"),
+            Some("Run it on the primary."),
+        );
+    }
+}
+
+fn bad(msg: impl Into<String>, hint: Option<&str>) -> ! {
+    raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, hint)
+}
+
+/// Creates a segment tag backed by its own sequence (superuser only).
+#[pg_extern(volatile, parallel_unsafe)]
+#[allow(clippy::too_many_arguments)]
+fn segment_create(
+    tag: &str,
+    step: default!(i32, 1000),
+    start: default!(i64, 1),
+    nodes: default!(i32, 1),
+    node_index: default!(i32, 0),
+    min_step: default!(Option<i32>, "NULL"),
+    max_step: default!(Option<i32>, "NULL"),
+    target_interval: default!(Option<pgrx::datum::Interval>, "NULL"),
+) {
+    require_superuser("create a segment tag");
+    check_writable("create a segment tag");
+    validate_tag(tag);
+    if step <= 0 || step > MAX_STEP {
+        bad(format!("step must be between 1 and {MAX_STEP}, got {step}"), None);
+    }
+    if !(1..=MAX_NODES).contains(&nodes) {
+        bad(format!("nodes must be between 1 and {MAX_NODES}, got {nodes}"), None);
+    }
+    if node_index < 0 || node_index >= nodes {
+        bad(
+            format!("node_index must be between 0 and nodes - 1 ({}), got {node_index}", nodes - 1),
+            Some("Give each of the N instances sharing a tag its own node_index 0 .. N-1."),
+        );
+    }
+    let adaptive = min_step.is_some() || max_step.is_some() || target_interval.is_some();
+    let unit = min_step.unwrap_or(step);
+    let maxs = max_step.unwrap_or(step);
+    if adaptive {
+        if target_interval.is_none() {
+            bad(
+                "an adaptive step needs target_interval",
+                Some("Pass target_interval => '15 minutes' (Leaf's default) with min_step/max_step."),
+            );
+        }
+        if unit <= 0 || maxs <= 0 || maxs > MAX_STEP {
+            bad(format!("min_step and max_step must be between 1 and {MAX_STEP}"), None);
+        }
+        if !(unit <= step && step <= maxs) {
+            bad(format!("step must lie within [min_step, max_step] = [{unit}, {maxs}], got {step}"), None);
+        }
+        if step % unit != 0 || maxs % unit != 0 {
+            bad(
+                "step and max_step must be multiples of min_step",
+                Some(
+                    "min_step is the fixed stride unit that keeps nodes disjoint; steps are multiples of it.",
+                ),
+            );
+        }
+        if (maxs / unit) as i64 > MAX_MULTIPLE {
+            bad(format!("max_step may be at most {MAX_MULTIPLE} times min_step"), None);
+        }
+    }
+    let origin = start.checked_add(node_index as i64 * unit as i64);
+    let stride = nodes as i64 * unit as i64;
+    if origin.and_then(|o| o.checked_add(stride)).is_none() {
+        raise(Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "start is too close to the largest bigint", None);
+    }
+    let origin = origin.unwrap();
+    let schema = ext_schema();
+    let _su = AsSuperuser::new();
+    if let Some(ms) = target_interval {
+        let ms: Option<f64> =
+            Spi::get_one_with_args("SELECT extract(epoch FROM $1)::float8 * 1000", &[ms.into()])
+                .unwrap_or(None);
+        if ms.unwrap_or(0.0) < 1.0 {
+            bad("target_interval must be positive", None);
+        }
+    }
+    let exists: Option<bool> = Spi::get_one_with_args(
+        &format!("SELECT EXISTS (SELECT 1 FROM {schema}.pg_idgen_segments WHERE tag = $1)"),
+        &[tag.into()],
+    )
+    .unwrap_or(Some(false));
+    if exists == Some(true) {
+        raise(
+            Code::ERRCODE_DUPLICATE_OBJECT,
+            format!("segment tag \"{tag}\" already exists"),
+            Some("Use another tag, or segment_drop() it first (its values may then be handed out again)."),
+        );
+    }
+    // The sequence's name is generated, never derived from the tag.
+    let mut n: i64 = Spi::get_one(&format!("SELECT count(*) + 1 FROM {schema}.pg_idgen_segments"))
+        .unwrap_or(Some(1))
+        .unwrap_or(1);
+    let seqname = loop {
+        let name = format!("{schema}.pg_idgen_seg_{n}");
+        let taken: Option<bool> =
+            Spi::get_one_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[name.as_str().into()])
+                .unwrap_or(Some(true));
+        if taken != Some(true) {
+            break name;
+        }
+        n += 1;
+    };
+    let ddl = format!(
+        "CREATE SEQUENCE {seqname} AS bigint INCREMENT BY {stride} MINVALUE {origin} START WITH {origin} CACHE 1 NO CYCLE"
+    );
+    Spi::run(&ddl).unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not create the backing sequence: {e}"), None)
+    });
+    Spi::run_with_args(
+        &format!(
+            "INSERT INTO {schema}.pg_idgen_segments (tag, seq, step, unit, start, nodes, node_index, min_step, max_step, target_interval) \
+             VALUES ($1, $2::regclass, $3, $4, $5, $6, $7, $8, $9, $10)"
+        ),
+        &[
+            tag.into(),
+            seqname.as_str().into(),
+            step.into(),
+            unit.into(),
+            start.into(),
+            nodes.into(),
+            node_index.into(),
+            min_step.filter(|_| adaptive).or(adaptive.then_some(unit)).into(),
+            max_step.filter(|_| adaptive).or(adaptive.then_some(maxs)).into(),
+            target_interval.into(),
+        ],
+    )
+    .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not record the segment tag: {e}"), None));
+    // A tag of the same name dropped earlier may still sit in shared memory; and if this
+    // transaction aborts, an entry claimed for the new tag meanwhile must go too.
+    let db = my_db();
+    release(db, tag);
+    let t = tag.to_string();
+    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, move || release(db, &t));
+}
+
+/// Drops a segment tag and its sequence (superuser only).
+#[pg_extern(volatile, parallel_unsafe, strict)]
+fn segment_drop(tag: &str) {
+    require_superuser("drop a segment tag");
+    check_writable("drop a segment tag");
+    let schema = ext_schema();
+    let _su = AsSuperuser::new();
+    let seq: Option<String> = Spi::get_one_with_args(
+        &format!("DELETE FROM {schema}.pg_idgen_segments WHERE tag = $1 RETURNING seq::text"),
+        &[tag.into()],
+    )
+    .unwrap_or(None);
+    let Some(seq) = seq else { unknown_tag(tag) };
+    // seq::text is the quoted, schema-qualified-if-needed name of a sequence we created.
+    let exists: Option<bool> =
+        Spi::get_one_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[seq.as_str().into()])
+            .unwrap_or(None);
+    if exists == Some(true) {
+        Spi::run(&format!("DROP SEQUENCE {seq}")).unwrap_or_else(|e| {
+            raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not drop {seq}: {e}"), None)
+        });
+    }
+    let db = my_db();
+    release(db, tag);
+    // A backend may have re-read the row before this transaction commits: release again then.
+    let t = tag.to_string();
+    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &t));
+}
+
+/// Moves a tag forward: values handed out from now on are >= `next` (superuser only). Values
+/// already reserved and cached are discarded (a gap). Like setval, not undone by ROLLBACK.
+#[pg_extern(volatile, parallel_unsafe, strict)]
+fn segment_set(tag: &str, next: i64) -> i64 {
+    require_superuser("set a segment tag");
+    check_writable("set a segment tag");
+    let schema = ext_schema();
+    let _su = AsSuperuser::new();
+    let row = Spi::connect(|c| {
+        let t = c.select(
+            &format!(
+                "SELECT seq::oid, unit::bigint, nodes::bigint * unit, start + node_index::bigint * unit \
+                 FROM {schema}.pg_idgen_segments WHERE tag = $1"
+            ),
+            Some(1),
+            &[tag.into()],
+        )?;
+        if t.is_empty() {
+            return Ok::<_, pgrx::spi::Error>(None);
+        }
+        let r = t.first();
+        Ok(Some((
+            r.get::<pg_sys::Oid>(1)?.unwrap(),
+            r.get::<i64>(2)?.unwrap(),
+            r.get::<i64>(3)?.unwrap(),
+            r.get::<i64>(4)?.unwrap(),
+        )))
+    })
+    .unwrap_or(None);
+    let Some((seqoid, unit, stride, origin)) = row else { unknown_tag(tag) };
+    // Block concurrent reservations (nextval takes RowExclusiveLock) until this transaction ends.
+    unsafe { pg_sys::LockRelationOid(seqoid, pg_sys::ShareRowExclusiveLock as i32) };
+    let last: Option<i64> = Spi::get_one_with_args(
+        "SELECT pg_catalog.pg_sequence_last_value($1::oid::regclass)",
+        &[seqoid.into()],
+    )
+    .unwrap_or(None);
+    // Every value up to the end of the last reserved chunk may have been handed out.
+    let high = last.map(|l| l.saturating_add(unit - 1));
+    if let Some(h) = high {
+        if next <= h {
+            raise_full(
+                Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("segment_set can only move tag \"{tag}\" forward: values up to {h} may have been handed out"),
+                Some(format!("Requested next value: {next}.")),
+                Some("Pass a value above the persisted high-water mark shown by segment_status."),
+            );
+        }
+    }
+    let Some(chunk) = chunk_at_or_above(origin, stride, next).filter(|c| c.checked_add(unit).is_some())
+    else {
+        raise(
+            Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("{next} is too close to the largest bigint"),
+            None,
+        )
+    };
+    Spi::run_with_args(
+        "SELECT pg_catalog.setval($1::oid::regclass, $2, false)",
+        &[seqoid.into(), chunk.into()],
+    )
+    .unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not move the sequence: {e}"), None)
+    });
+    unsafe { pg_sys::XLogFlush(flushable(pg_sys::GetXLogInsertRecPtr())) };
+    release(my_db(), tag);
+    chunk
+}
+
+/// Shared-memory state of this database's tags (used by the segment_status view).
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+fn segment_status_shmem() -> TableIterator<
+    'static,
+    (
+        name!(tag, String),
+        name!(current_step, i64),
+        name!(cursor, Option<i64>),
+        name!(segment_end, Option<i64>),
+        name!(next_start, Option<i64>),
+        name!(next_end, Option<i64>),
+        name!(values_issued, i64),
+        name!(refills, i64),
+        name!(sync_refills, i64),
+        name!(discarded, i64),
+        name!(last_refill, Option<TimestampWithTimeZone>),
+    ),
+> {
+    let mut rows = Vec::new();
+    if unsafe { !HEADER.is_null() } {
+        let db = my_db();
+        for i in 0..unsafe { (*HEADER).capacity } {
+            let snap = {
+                let _g = Held::entry(i);
+                let e = entry_ptr(i);
+                unsafe {
+                    if !(*e).in_use || (*e).dbid != db {
+                        continue;
+                    }
+                    std::ptr::read(e)
+                }
+            };
+            let b = snap.bufs;
+            let cur_end = (!b.cur.is_empty()).then(|| b.cur.last());
+            let tag = String::from_utf8_lossy(&snap.tag[..snap.tag_len]).into_owned();
+            rows.push((
+                tag,
+                snap.mult * snap.unit,
+                b.cursor(),
+                cur_end,
+                (!b.next.is_empty()).then_some(b.next.first),
+                (!b.next.is_empty()).then(|| b.next.last()),
+                snap.issued,
+                snap.refills,
+                snap.sync_refills,
+                snap.discarded,
+                (snap.last_refill_ms > 0).then(|| ms_to_timestamptz(snap.last_refill_ms)),
+            ));
+        }
+    }
+    TableIterator::new(rows)
+}
+
+/// The persisted high-water mark of every tag of this database: the largest value the backing
+/// sequences have reserved (NULL before the first reservation).
+#[pg_extern(volatile, parallel_safe)]
+fn segment_persisted() -> TableIterator<'static, (name!(tag, String), name!(persisted_hwm, Option<i64>))> {
+    let schema = ext_schema();
+    let _su = AsSuperuser::new();
+    let rows = Spi::connect(|c| {
+        let t = c.select(
+            &format!(
+                "SELECT tag, pg_catalog.pg_sequence_last_value(seq) + unit - 1 FROM {schema}.pg_idgen_segments"
+            ),
+            None,
+            &[],
+        )?;
+        let mut v = Vec::new();
+        for r in t {
+            v.push((r.get::<String>(1)?.unwrap_or_default(), r.get::<i64>(2)?));
+        }
+        Ok::<_, pgrx::spi::Error>(v)
+    })
+    .unwrap_or_default();
+    TableIterator::new(rows)
+}
+
+extension_sql!(
+    r#"
+CREATE FUNCTION segment_next(tag text) RETURNS bigint
+    STRICT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_segment_next';
+
+CREATE TABLE pg_idgen_segments (
+    tag             text PRIMARY KEY CHECK (octet_length(tag) BETWEEN 1 AND 63),
+    seq             regclass NOT NULL,
+    step            int NOT NULL CHECK (step > 0),
+    unit            int NOT NULL CHECK (unit > 0),
+    start           bigint NOT NULL,
+    nodes           int NOT NULL DEFAULT 1,
+    node_index      int NOT NULL DEFAULT 0,
+    min_step        int,
+    max_step        int,
+    target_interval interval,
+    created         timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_idgen_segments IS 'pg_idgen segment tags: one row per tag, each backed by its own sequence (seq)';
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_segments', '');
+REVOKE ALL ON pg_idgen_segments FROM PUBLIC;
+
+CREATE VIEW segment_status AS
+SELECT s.tag,
+       coalesce(m.current_step, s.step::bigint) AS step,
+       s.nodes, s.node_index,
+       p.persisted_hwm,
+       m.cursor, m.segment_end, m.next_start, m.next_end,
+       coalesce(m.values_issued, 0) AS values_issued,
+       coalesce(m.refills, 0) AS refills,
+       coalesce(m.sync_refills, 0) AS sync_refills,
+       coalesce(m.discarded, 0) AS discarded,
+       m.last_refill
+FROM pg_idgen_segments s
+LEFT JOIN segment_persisted() p USING (tag)
+LEFT JOIN segment_status_shmem() m USING (tag);
+COMMENT ON VIEW segment_status IS 'one row per segment tag of this database: step, persisted high-water mark, cached cursor/end, next buffer, statistics since server start';
+GRANT SELECT ON segment_status TO PUBLIC;
+
+REVOKE ALL ON FUNCTION segment_create(text, int, bigint, int, int, int, int, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION segment_drop(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION segment_set(text, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION segment_next(text) IS 'next value of a segment tag: unique and increasing instance-wide, never reissued';
+"#,
+    name = "segment_objects",
+    requires = [segment_create, segment_drop, segment_set, segment_status_shmem, segment_persisted],
+);
