@@ -8,6 +8,7 @@
 //! | `pg_idgen.max_wait_ms` | int ms | 100 | user |
 //! | `pg_idgen.reserve_ms` | int ms | 1000 | sighup |
 //! | `pg_idgen.sequence_start` | enum | `vibrate` | user |
+//! | `pg_idgen.max_segments` | int | 256 | postmaster |
 //!
 //! Values are validated by check hooks, so a bad value is refused at `SET`, at reload and at
 //! start. A bad value in postgresql.conf at start would only be a WARNING for a custom setting,
@@ -30,6 +31,8 @@ pub static WORKER_ID: GucSetting<i32> = GucSetting::<i32>::new(-1);
 pub static MAX_DRIFT_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static RESERVE_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
+pub static MAX_SEGMENTS: GucSetting<i32> = GucSetting::<i32>::new(256);
+pub const MAX_SEGMENTS_LIMIT: i32 = 1_000_000;
 pub static SEQUENCE_START: GucSetting<StartSetting> = GucSetting::<StartSetting>::new(StartSetting::Vibrate);
 
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
@@ -183,6 +186,33 @@ unsafe extern "C-unwind" fn check_worker_id(
     true
 }
 
+/// `pg_idgen.max_segments` (postmaster): capacity of the shared segment table.
+fn define_max_segments() {
+    // An out-of-range value of a custom setting at start is only a WARNING (and the default
+    // would silently be used): refuse to start instead, as for the other postmaster settings.
+    let raw = unsafe { pg_sys::GetConfigOption(c"pg_idgen.max_segments".as_ptr(), true, false) };
+    if !raw.is_null() {
+        let text = unsafe { CStr::from_ptr(raw) }.to_string_lossy().into_owned();
+        if !matches!(text.trim().parse::<i64>(), Ok(v) if (1..=MAX_SEGMENTS_LIMIT as i64).contains(&v)) {
+            raise(
+                Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("invalid value for pg_idgen.max_segments: \"{text}\""),
+                Some("pg_idgen.max_segments must be an integer between 1 and 1000000; the server does not start with it."),
+            );
+        }
+    }
+    GucRegistry::define_int_guc(
+        c"pg_idgen.max_segments",
+        c"Capacity of the shared segment table: how many (database, tag) pairs can be in use at once.",
+        c"Each entry holds one tag's cursor and reserved segments (about 300 bytes). Fixed at server start.",
+        &MAX_SEGMENTS,
+        1,
+        MAX_SEGMENTS_LIMIT,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+}
+
 pub fn init(preloading: bool) {
     if !preloading {
         // Loaded into one backend: PGC_POSTMASTER settings can no longer be defined.
@@ -261,6 +291,7 @@ pub fn init(preloading: bool) {
         GucFlags::default(),
     );
     if preloading {
+        define_max_segments();
         // Reserving the prefix later would drop the pg_idgen.layout placeholder read above.
         unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
     }

@@ -32,13 +32,11 @@ pub extern "C-unwind" fn _PG_init() {
     // Shared memory can only be requested while the postmaster preloads the library. Loaded
     // later, the decoding functions still work and the generators raise 55000 with a hint.
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
-    if preloading {
-        segment::init(); // before gucs::init reserves the pg_idgen prefix
-    }
     gucs::init(preloading);
     layouts::init();
     if preloading {
         shmem::init();
+        segment::init();
         wal::init();
     }
 }

@@ -38,15 +38,12 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pg_idgen_core::segment::{chunk_at_or_above, next_multiple, Buffers, Segment, Take};
-use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::errors::{raise, raise_full, Code};
 use crate::layouts::{ms_to_timestamptz, now_unix_ms};
 
-pub static MAX_SEGMENTS: GucSetting<i32> = GucSetting::<i32>::new(256);
-const MAX_SEGMENTS_LIMIT: i32 = 1_000_000;
 const SHMEM_NAME: &CStr = c"pg_idgen segment table";
 const TRANCHE_NAME: &CStr = c"pg_idgen segments";
 /// Longest tag, in bytes (an identifier's length, NAMEDATALEN - 1).
@@ -97,7 +94,7 @@ static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 static PRELOADED: AtomicBool = AtomicBool::new(false);
 
 fn capacity_setting() -> usize {
-    MAX_SEGMENTS.get().max(1) as usize
+    crate::gucs::MAX_SEGMENTS.get().max(1) as usize
 }
 
 fn entries_offset() -> usize {
@@ -111,29 +108,6 @@ fn shmem_size() -> usize {
 /// Defines `pg_idgen.max_segments` and requests the shared table. Called from `_PG_init` while
 /// preloading, before `gucs::init` reserves the `pg_idgen` prefix.
 pub fn init() {
-    // An out-of-range value of a custom setting at start is only a WARNING (and the default
-    // would silently be used): refuse to start instead, as for the other postmaster settings.
-    let raw = unsafe { pg_sys::GetConfigOption(c"pg_idgen.max_segments".as_ptr(), true, false) };
-    if !raw.is_null() {
-        let text = unsafe { CStr::from_ptr(raw) }.to_string_lossy().into_owned();
-        if !matches!(text.trim().parse::<i64>(), Ok(v) if (1..=MAX_SEGMENTS_LIMIT as i64).contains(&v)) {
-            raise(
-                Code::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("invalid value for pg_idgen.max_segments: \"{text}\""),
-                Some("pg_idgen.max_segments must be an integer between 1 and 1000000; the server does not start with it."),
-            );
-        }
-    }
-    GucRegistry::define_int_guc(
-        c"pg_idgen.max_segments",
-        c"Capacity of the shared segment table: how many (database, tag) pairs can be in use at once.",
-        c"Each entry holds one tag's cursor and reserved segments (about 300 bytes). Fixed at server start.",
-        &MAX_SEGMENTS,
-        1,
-        MAX_SEGMENTS_LIMIT,
-        GucContext::Postmaster,
-        GucFlags::default(),
-    );
     PRELOADED.store(true, Ordering::Relaxed);
     unsafe {
         PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
