@@ -44,7 +44,7 @@ SELECT clear_worker_id();
 SELECT clear_worker_id();
 SELECT regress_sqlstate_of('SELECT snowflake_next()');
 -- the table is dumped with the extension's data
-SELECT count(*) AS config_tables FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'pg_idgen';
+SELECT c::regclass AS config_table FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'pg_idgen' ORDER BY c::regclass::text;
 -- ordinary roles generate and read, but do not configure
 SELECT set_worker_id(44);
 CREATE ROLE idgen_worker_user;
