@@ -93,6 +93,23 @@ mod tests {
         assert_eq!(w, 7, "the setting wins over the table");
     }
 
+    #[pg_test]
+    fn segment_values_increase_across_segments() {
+        Spi::run("SELECT segment_create('pgtest_tag', 10)").unwrap();
+        let ok = Spi::get_one::<bool>(
+            "SELECT bool_and(v > prev) AND count(*) = 999 FROM \
+             (SELECT v, lag(v) OVER (ORDER BY g) AS prev \
+                FROM (SELECT g, segment_next('pgtest_tag') AS v FROM generate_series(1, 1000) g) s) t \
+             WHERE prev IS NOT NULL",
+        )
+        .unwrap()
+        .unwrap();
+        assert!(ok, "1,000 values over 100 segments of 10 strictly increase");
+        let issued =
+            Spi::get_one::<i64>("SELECT values_issued FROM segment_status WHERE tag = 'pgtest_tag'").unwrap();
+        assert_eq!(issued, Some(1000));
+    }
+
     #[pg_test(error = "id -5 is negative; ids of this layout are positive (layout \"default\")")]
     fn negative_ids_do_not_decode() {
         Spi::run("SELECT * FROM uid_decode(-5)").unwrap();
