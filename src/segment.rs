@@ -43,6 +43,7 @@ use pgrx::prelude::*;
 
 use crate::errors::{raise, raise_full, Code};
 use crate::layouts::{ms_to_timestamptz, now_unix_ms};
+use crate::shmem::LockGuard;
 
 const SHMEM_NAME: &CStr = c"pg_idgen segment table";
 const TRANCHE_NAME: &CStr = c"pg_idgen segments";
@@ -89,8 +90,6 @@ struct Header {
 
 static mut HEADER: *mut Header = std::ptr::null_mut();
 static mut ENTRIES: *mut Entry = std::ptr::null_mut();
-static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
-static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 static PRELOADED: AtomicBool = AtomicBool::new(false);
 
 fn capacity_setting() -> usize {
@@ -105,37 +104,23 @@ fn shmem_size() -> usize {
     entries_offset() + capacity_setting() * std::mem::size_of::<Entry>() + 64
 }
 
-/// Defines `pg_idgen.max_segments` and requests the shared table. Called from `_PG_init` while
-/// preloading, before `gucs::init` reserves the `pg_idgen` prefix.
+/// Marks the library as preloaded; the shared table is requested and attached by the hooks of
+/// `shmem`, which call [`request_shmem`] and [`attach_shmem`].
 pub fn init() {
     PRELOADED.store(true, Ordering::Relaxed);
-    unsafe {
-        PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
-        pg_sys::shmem_request_hook = Some(shmem_request);
-        PREV_SHMEM_STARTUP_HOOK = pg_sys::shmem_startup_hook;
-        pg_sys::shmem_startup_hook = Some(shmem_startup);
-    }
 }
 
-#[pg_guard]
-unsafe extern "C-unwind" fn shmem_request() {
+/// From the shared-memory request hook: space for the table and its lock tranche.
+pub unsafe fn request_shmem() {
     unsafe {
-        if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
-            prev();
-        }
         pg_sys::RequestAddinShmemSpace(shmem_size());
         pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), (capacity_setting() + 1) as i32);
     }
 }
 
-#[pg_guard]
-unsafe extern "C-unwind" fn shmem_startup() {
+/// From the shared-memory startup hook, with AddinShmemInitLock held: create or attach the table.
+pub unsafe fn attach_shmem() {
     unsafe {
-        if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
-            prev();
-        }
-        let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock; // AddinShmemInitLock
-        pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let mut found = false;
         let base = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), shmem_size(), &mut found).cast::<u8>();
         let header = base.cast::<Header>();
@@ -147,7 +132,6 @@ unsafe extern "C-unwind" fn shmem_startup() {
         }
         HEADER = header;
         ENTRIES = base.add(entries_offset()).cast::<Entry>();
-        pg_sys::LWLockRelease(init_lock);
     }
 }
 
@@ -163,38 +147,21 @@ fn entry_ptr(idx: usize) -> *mut Entry {
     unsafe { ENTRIES.add(idx) }
 }
 
-/// Holds one LWLock of the tranche; released on drop, including while an ERROR unwinds.
-struct Held(*mut pg_sys::LWLock);
+/// The segment table's locks: lock 0 guards the table, lock `i + 1` entry `i`.
+struct Held;
 
 impl Held {
-    fn table() -> Held {
-        Held::lock(0)
+    fn table() -> LockGuard {
+        Held::lock_mode(0, pg_sys::LWLockMode::LW_EXCLUSIVE)
     }
-    fn entry(idx: usize) -> Held {
-        Held::lock(idx + 1)
+    fn entry(idx: usize) -> LockGuard {
+        Held::lock_mode(idx + 1, pg_sys::LWLockMode::LW_EXCLUSIVE)
     }
-    fn table_shared() -> Held {
+    fn table_shared() -> LockGuard {
         Held::lock_mode(0, pg_sys::LWLockMode::LW_SHARED)
     }
-    fn lock(i: usize) -> Held {
-        Held::lock_mode(i, pg_sys::LWLockMode::LW_EXCLUSIVE)
-    }
-    fn lock_mode(i: usize, mode: pg_sys::LWLockMode::Type) -> Held {
-        unsafe {
-            let l = &raw mut (*(*header()).locks.add(i)).lock;
-            pg_sys::LWLockAcquire(l, mode);
-            Held(l)
-        }
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        unsafe {
-            if pg_sys::LWLockHeldByMe(self.0) {
-                pg_sys::LWLockRelease(self.0);
-            }
-        }
+    fn lock_mode(i: usize, mode: pg_sys::LWLockMode::Type) -> LockGuard {
+        LockGuard::acquire(unsafe { &raw mut (*(*header()).locks.add(i)).lock }, mode)
     }
 }
 

@@ -1,4 +1,5 @@
-//! Shared state of the snowflake generators, and its durable copy on disk.
+//! Shared state of the snowflake generators, and its durable copy on disk. The shared-memory
+//! hooks here also request and attach the segment table (`segment`), which has its own locks.
 //!
 //! Locking protocol (read this before touching anything below):
 //!
@@ -87,6 +88,7 @@ unsafe extern "C-unwind" fn shmem_request() {
         }
         pg_sys::RequestAddinShmemSpace(std::mem::size_of::<Shared>());
         pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
+        crate::segment::request_shmem();
     }
 }
 
@@ -110,6 +112,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
             }
         }
         SHARED = shared;
+        crate::segment::attach_shmem();
         pg_sys::LWLockRelease(init_lock);
         if !found {
             load_state_file(&*shared);
@@ -248,13 +251,18 @@ pub fn slot_for(worker: i64) -> &'static Slot {
     &sh.slots[idx]
 }
 
-/// Holds the generator lock; released on drop, including during an ERROR's unwinding.
+/// Holds an LWLock; released on drop, including while an ERROR unwinds. Used for the generator
+/// lock here and for the segment table's locks.
 pub struct LockGuard(*mut pg_sys::LWLock);
 
 impl LockGuard {
+    /// Waits for `lock` in `mode`.
+    pub fn acquire(lock: *mut pg_sys::LWLock, mode: pg_sys::LWLockMode::Type) -> LockGuard {
+        unsafe { pg_sys::LWLockAcquire(lock, mode) };
+        LockGuard(lock)
+    }
     pub fn exclusive(sh: &Shared) -> LockGuard {
-        unsafe { pg_sys::LWLockAcquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE) };
-        LockGuard(sh.lock)
+        LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE)
     }
     pub fn try_exclusive(sh: &Shared) -> Option<LockGuard> {
         unsafe { pg_sys::LWLockConditionalAcquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE) }

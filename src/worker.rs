@@ -153,9 +153,10 @@ fn set_worker_id(worker_id: i32) {
 fn clear_worker_id() -> bool {
     prevent_during_recovery(c"clear_worker_id()");
     let delete = format!("DELETE FROM {}.pg_idgen_worker", extension_schema());
-    Spi::connect_mut(|client| client.update(delete.as_str(), None, &[]).map(|t| !t.is_empty())).unwrap_or_else(
-        |e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not clear the worker id: {e}"), None),
-    )
+    Spi::connect_mut(|client| client.update(delete.as_str(), None, &[]).map(|t| !t.is_empty()))
+        .unwrap_or_else(|e| {
+            raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not clear the worker id: {e}"), None)
+        })
 }
 
 /// Where this session's worker id comes from: `setting` (pg_idgen.worker_id) or `table`

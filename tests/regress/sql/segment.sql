@@ -2,13 +2,6 @@
 -- view, stride, adaptive step, privileges and every error message.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_idgen;
-CREATE FUNCTION pg_temp.seg_err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN others THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 
 -- a tag with the defaults (step 1000, start 1), used in a DEFAULT
 SELECT segment_create('invoice');
@@ -49,34 +42,34 @@ SELECT segment_next('striped');
 
 -- drop, and re-create under the same name: starts afresh, no stale cache
 SELECT segment_drop('small');
-SELECT pg_temp.seg_err($$SELECT segment_next('small')$$);
+SELECT regress_sqlstate_of($$SELECT segment_next('small')$$);
 SELECT segment_create('small', 10, start => 7);
 SELECT segment_next('small');
 -- the backing sequences are ordinary sequences (dumped by pg_dump); their names are generated
 SELECT count(*) AS sequences FROM pg_idgen_segments s JOIN pg_class c ON c.oid = s.seq WHERE c.relkind = 'S';
 
 -- errors
-SELECT pg_temp.seg_err($$SELECT segment_next('unknown')$$);
-SELECT pg_temp.seg_err($$SELECT segment_next('')$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('invoice')$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('bad', 0)$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('bad', -5)$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('bad', 100000001)$$);
-SELECT pg_temp.seg_err($$SELECT segment_create(repeat('x', 64))$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('')$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('bad', nodes => 0)$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('bad', nodes => 2, node_index => 2)$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('bad', 10, min_step => 5, max_step => 40)$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('bad', 10, min_step => 20, max_step => 40, target_interval => '1 min')$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('bad', 10, min_step => 3, max_step => 30, target_interval => '1 min')$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('bad', 10, min_step => 10, max_step => 20000, target_interval => '1 min')$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('bad', 10, min_step => 10, max_step => 20, target_interval => '-1 min')$$);
-SELECT pg_temp.seg_err($$SELECT segment_create('bad', start => 9223372036854775000)$$);
-SELECT pg_temp.seg_err($$SELECT segment_set('invoice', 3)$$);
-SELECT pg_temp.seg_err($$SELECT segment_set('invoice', 1000)$$);
-SELECT pg_temp.seg_err($$SELECT segment_set('unknown', 1000)$$);
-SELECT pg_temp.seg_err($$SELECT segment_drop('unknown')$$);
-SELECT pg_temp.seg_err($$SELECT segment_set('invoice', 9223372036854775807)$$);
+SELECT regress_sqlstate_of($$SELECT segment_next('unknown')$$);
+SELECT regress_sqlstate_of($$SELECT segment_next('')$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('invoice')$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('bad', 0)$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('bad', -5)$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('bad', 100000001)$$);
+SELECT regress_sqlstate_of($$SELECT segment_create(repeat('x', 64))$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('')$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('bad', nodes => 0)$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('bad', nodes => 2, node_index => 2)$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('bad', 10, min_step => 5, max_step => 40)$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('bad', 10, min_step => 20, max_step => 40, target_interval => '1 min')$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('bad', 10, min_step => 3, max_step => 30, target_interval => '1 min')$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('bad', 10, min_step => 10, max_step => 20000, target_interval => '1 min')$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('bad', 10, min_step => 10, max_step => 20, target_interval => '-1 min')$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('bad', start => 9223372036854775000)$$);
+SELECT regress_sqlstate_of($$SELECT segment_set('invoice', 3)$$);
+SELECT regress_sqlstate_of($$SELECT segment_set('invoice', 1000)$$);
+SELECT regress_sqlstate_of($$SELECT segment_set('unknown', 1000)$$);
+SELECT regress_sqlstate_of($$SELECT segment_drop('unknown')$$);
+SELECT regress_sqlstate_of($$SELECT segment_set('invoice', 9223372036854775807)$$);
 SELECT segment_next(NULL) IS NULL AS null_in_null_out;
 -- nothing of the above was created
 SELECT tag FROM pg_idgen_segments ORDER BY tag;
@@ -87,10 +80,10 @@ GRANT INSERT, SELECT ON invoices TO seg_regress_user;
 SET ROLE seg_regress_user;
 INSERT INTO invoices (note) VALUES ('by a plain user') RETURNING no;
 SELECT count(*) > 0 AS sees_status FROM segment_status;
-SELECT pg_temp.seg_err($$SELECT segment_create('mine')$$);
-SELECT pg_temp.seg_err($$SELECT segment_drop('invoice')$$);
-SELECT pg_temp.seg_err($$SELECT segment_set('invoice', 100000)$$);
-SELECT pg_temp.seg_err($$SELECT * FROM pg_idgen_segments$$);
+SELECT regress_sqlstate_of($$SELECT segment_create('mine')$$);
+SELECT regress_sqlstate_of($$SELECT segment_drop('invoice')$$);
+SELECT regress_sqlstate_of($$SELECT segment_set('invoice', 100000)$$);
+SELECT regress_sqlstate_of($$SELECT * FROM pg_idgen_segments$$);
 RESET ROLE;
 SELECT routine_name, string_agg(grantee, ',' ORDER BY grantee) AS executable_by
   FROM information_schema.routine_privileges
@@ -110,7 +103,7 @@ CREATE OPERATOR seg_evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = seg_evil
 SELECT segment_create('real');
 SET search_path = seg_evil, pg_catalog, public;
 SELECT 'x'::text = 'y'::text AS hijacked_here;
-SELECT pg_temp.seg_err($$SELECT segment_next('not-a-tag')$$);
+SELECT regress_sqlstate_of($$SELECT segment_next('not-a-tag')$$);
 SELECT segment_next('real');
 RESET search_path;
 DROP SCHEMA seg_evil CASCADE;
@@ -120,19 +113,19 @@ BEGIN;
 SELECT segment_create('ephemeral', 10);
 SELECT segment_next('ephemeral');
 ROLLBACK;
-SELECT pg_temp.seg_err($$SELECT segment_next('ephemeral')$$);
+SELECT regress_sqlstate_of($$SELECT segment_next('ephemeral')$$);
 SELECT segment_create('ephemeral', 10, start => 500);
 SELECT segment_next('ephemeral');
 -- read-only transactions: values come from memory; a reservation is refused with a clear error
 SELECT segment_create('ro', 10);
 BEGIN READ ONLY;
-SELECT pg_temp.seg_err($$SELECT segment_next('ro')$$);
+SELECT regress_sqlstate_of($$SELECT segment_next('ro')$$);
 ROLLBACK;
 SELECT array_agg(v) FROM (SELECT segment_next('ro') v FROM generate_series(1, 5)) s;
 -- the next segment (11..20) was reserved at 10 % of the first: 15 more values from memory
 BEGIN READ ONLY;
 SELECT array_agg(v) FROM (SELECT segment_next('ro') v FROM generate_series(1, 15)) s;
-SELECT pg_temp.seg_err($$SELECT segment_next('ro')$$);
+SELECT regress_sqlstate_of($$SELECT segment_next('ro')$$);
 ROLLBACK;
 SELECT segment_next('ro');
 SELECT segment_drop(tag) FROM pg_idgen_segments ORDER BY tag;
