@@ -65,8 +65,9 @@ thread_local! {
 }
 
 /// The quoted schema of the extension in the current database (its catalog tables live there).
-/// Read-only SPI (no transaction id is assigned, so it also works on a hot standby), cached per
-/// backend and dropped with the other caches on relcache invalidation.
+/// Read-only SPI (no transaction id is assigned, so it also works on a hot standby) with
+/// schema-qualified operators (a caller's search_path cannot redirect them), cached per backend
+/// and dropped with the other caches on relcache invalidation. Used by every catalog lookup.
 pub fn extension_schema() -> String {
     if let Some(s) = SCHEMA.with(|c| c.borrow().clone()) {
         return s;
@@ -75,7 +76,8 @@ pub fn extension_schema() -> String {
         client
             .select(
                 "SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e \
-                 JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_idgen'",
+                 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
+                 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'",
                 Some(1),
                 &[],
             )

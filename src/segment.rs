@@ -33,7 +33,6 @@
 //!   a hint: a backend that finds both buffers empty reserves synchronously regardless, so a
 //!   refiller that died cannot stall the tag.
 
-use std::cell::RefCell;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -42,6 +41,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::errors::{raise, raise_full, Code};
+use crate::layouts::extension_schema;
 use crate::layouts::{ms_to_timestamptz, now_unix_ms};
 use crate::shmem::LockGuard;
 
@@ -241,30 +241,6 @@ fn unknown_tag(tag: &str) -> ! {
     )
 }
 
-/// The schema the extension lives in, quoted (it cannot move: relocatable = false).
-fn ext_schema() -> String {
-    thread_local! { static SCHEMA: RefCell<Option<String>> = const { RefCell::new(None) }; }
-    if let Some(s) = SCHEMA.with(|s| s.borrow().clone()) {
-        return s;
-    }
-    // Read-only SPI (no xid assigned): this also runs on a hot standby. As the superuser with
-    // a pinned search_path, like the statements that use the answer.
-    let _su = AsSuperuser::new();
-    let name: Option<String> = Spi::connect(|c| {
-        c.select(
-            "SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_idgen'",
-            Some(1),
-            &[],
-        )?
-        .first()
-        .get_one::<String>()
-    })
-    .unwrap_or(None);
-    let q = pgrx::spi::quote_identifier(name.unwrap_or_else(|| "public".into()));
-    SCHEMA.with(|s| *s.borrow_mut() = Some(q.clone()));
-    q
-}
-
 /// A tag's row of pg_idgen_segments, as the hot path needs it.
 struct TagConfig {
     seqoid: pg_sys::Oid,
@@ -283,7 +259,7 @@ fn read_config(tag: &str) -> Option<TagConfig> {
                 (coalesce(min_step, step) / unit)::bigint, (coalesce(max_step, step) / unit)::bigint, \
                 coalesce((extract(epoch FROM target_interval) * 1000)::bigint, 0) \
          FROM {}.pg_idgen_segments WHERE tag = $1",
-        ext_schema()
+        extension_schema()
     );
     Spi::connect(|c| {
         let t = c.select(&sql, Some(1), &[tag.into()])?;
@@ -859,7 +835,7 @@ fn segment_create(
         raise(Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "start is too close to the largest bigint", None);
     }
     let origin = origin.unwrap();
-    let schema = ext_schema();
+    let schema = extension_schema();
     let _su = AsSuperuser::new();
     if let Some(ms) = target_interval {
         let ms: Option<f64> =
@@ -933,7 +909,7 @@ fn segment_create(
 fn segment_drop(tag: &str) {
     require_superuser("drop a segment tag");
     check_writable("drop a segment tag");
-    let schema = ext_schema();
+    let schema = extension_schema();
     let _su = AsSuperuser::new();
     let seq: Option<String> = Spi::get_one_with_args(
         &format!("DELETE FROM {schema}.pg_idgen_segments WHERE tag = $1 RETURNING seq::text"),
@@ -963,7 +939,7 @@ fn segment_drop(tag: &str) {
 fn segment_set(tag: &str, next: i64) -> i64 {
     require_superuser("set a segment tag");
     check_writable("set a segment tag");
-    let schema = ext_schema();
+    let schema = extension_schema();
     let _su = AsSuperuser::new();
     let row = Spi::connect(|c| {
         let t = c.select(
@@ -1084,7 +1060,7 @@ fn segment_status_shmem() -> TableIterator<
 /// sequences have reserved (NULL before the first reservation).
 #[pg_extern(volatile, parallel_safe)]
 fn segment_persisted() -> TableIterator<'static, (name!(tag, String), name!(persisted_hwm, Option<i64>))> {
-    let schema = ext_schema();
+    let schema = extension_schema();
     let _su = AsSuperuser::new();
     let rows = Spi::connect(|c| {
         let t = c.select(

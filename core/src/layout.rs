@@ -310,17 +310,9 @@ impl Layout {
             }
             Some(b) => return Err(LayoutError::Split { low_bits: b, worker_bits }),
         };
-        let layout = Layout {
-            name: name.to_string(),
-            epoch_ms,
-            unit_ms,
-            time_bits,
-            worker_bits,
-            sequence_bits,
-            order,
-            decode_only: time_bits + worker_bits + sequence_bits == 64,
-            split,
-        };
+        let mut layout =
+            Layout::named(name, epoch_ms, unit_ms, (time_bits, worker_bits, sequence_bits), order, split);
+        layout.decode_only = layout.total_bits() == 64;
         layout.check_fields(true)?;
         Ok(layout)
     }
