@@ -7,6 +7,8 @@
 #   make stop     stop the demo cluster
 #   make test     all layers: core unit tests, #[pg_test], pg_regress, tests/integration/*.sh
 #   make bench    bench/run.sh (BENCH_ARGS=--quick for a smoke run)
+#   make test-assert  #[pg_test] + pg_regress (+ CASSERT_IT integration scripts) against an
+#                 assert-enabled PostgreSQL 15 built by scripts/cassert.sh (first run ~25 min)
 #   make clean    stop every cluster under .run/, remove .run/ and target/
 #
 # Fresh machine: `make deps && make test` (that is what .ci/run does).
@@ -25,7 +27,7 @@ BENCH_ARGS ?=
 # the layers share the system install dir (pgrx test installs a debug build there): never in parallel
 .NOTPARALLEL:
 
-.PHONY: deps build install run psql stop test test-core test-pgrx test-regress test-integration bench clean
+.PHONY: deps build install run psql stop test test-core test-pgrx test-regress test-integration test-assert bench clean
 
 deps:
 	scripts/deps.sh
@@ -84,6 +86,50 @@ test-regress: install
 test-integration: install
 	@echo "=== [4/4] integration: tests/integration/*.sh ==="
 	scripts/run-integration.sh
+
+# ---- assert-enabled server ------------------------------------------------------------------
+# scripts/cassert.sh builds PostgreSQL 15 with --enable-cassert into CASSERT_PREFIX (cached).
+# Everything here uses that install only: a private PGRX_HOME (~/.pgrx/config.toml untouched),
+# a debug build of the extension installed into it, clusters under CASSERT_RUN_DIR, ports
+# 29500-29600 (#[pg_test] picks a free ephemeral port itself). A failed Assert() aborts the
+# backend with a `TRAP:` line in the server log, so the logs are scanned too.
+# CASSERT_IT: integration scripts to run as well (numbers, e.g. "40 71 72"; empty: none).
+CASSERT_PREFIX    ?= /opt/pg15-cassert
+CASSERT_PG_CONFIG := $(CASSERT_PREFIX)/bin/pg_config
+CASSERT_RUN_DIR   ?= /tmp/cassert-run
+CASSERT_PGRX_HOME ?= $(CASSERT_RUN_DIR)/pgrx-home
+CASSERT_IT        ?= 40 71 72 73 74 75
+CASSERT_ENV = PG_CONFIG=$(CASSERT_PG_CONFIG) PG_IDGEN_RUN_DIR=$(CASSERT_RUN_DIR) PGRX_HOME=$(CASSERT_PGRX_HOME)
+
+# Every layer runs even when an earlier one failed; the target fails at the end if any did.
+test-assert:
+	@echo "=== assert-enabled PostgreSQL: scripts/cassert.sh ==="
+	CASSERT_PREFIX=$(CASSERT_PREFIX) scripts/cassert.sh >/dev/null
+	mkdir -p $(CASSERT_RUN_DIR) $(CASSERT_PGRX_HOME) && chmod 755 $(CASSERT_RUN_DIR)
+	rm -f $(CASSERT_RUN_DIR)/failed
+	grep -qsF '"$(CASSERT_PG_CONFIG)"' $(CASSERT_PGRX_HOME)/config.toml \
+	  || PGRX_HOME=$(CASSERT_PGRX_HOME) cargo pgrx init --pg15 $(CASSERT_PG_CONFIG)
+	@echo "=== assert: #[pg_test] ==="
+	rm -rf $(CASSERT_RUN_DIR)/pgrx-test && mkdir -p $(CASSERT_RUN_DIR)/pgrx-test \
+	  && chown postgres:postgres $(CASSERT_RUN_DIR)/pgrx-test
+	$(CASSERT_ENV) cargo pgrx test pg15 --runas postgres --pgdata $(CASSERT_RUN_DIR)/pgrx-test \
+	  2>&1 | tee $(CASSERT_RUN_DIR)/pgrx-test.out || echo pg_test >> $(CASSERT_RUN_DIR)/failed
+	@echo "=== assert: pg_regress ==="
+	$(CASSERT_ENV) cargo pgrx install --pg-config $(CASSERT_PG_CONFIG)
+	$(CASSERT_ENV) REGRESS_PORT=29590 tests/regress/run.sh || echo pg_regress >> $(CASSERT_RUN_DIR)/failed
+	rm -rf $(CASSERT_RUN_DIR)/it-logs
+	@if [ -n "$(strip $(CASSERT_IT))" ]; then \
+	  echo "=== assert: integration $(CASSERT_IT) ==="; \
+	  $(CASSERT_ENV) IT_PORT_OFFSET=559 IT_KEEP_LOGS=$(CASSERT_RUN_DIR)/it-logs \
+	    scripts/run-integration.sh $(foreach n,$(CASSERT_IT),$(wildcard tests/integration/$(n)_*.sh)) \
+	  || echo integration >> $(CASSERT_RUN_DIR)/failed; fi
+	@echo "=== assert: server logs ==="
+	@if grep -rsE 'TRAP:|terminated by signal' $(CASSERT_RUN_DIR)/pgrx-test.out \
+	      $(CASSERT_RUN_DIR)/regress/data/log $(CASSERT_RUN_DIR)/it-logs; then \
+	  echo "server logs: assertion failures or crashes (above)" >> $(CASSERT_RUN_DIR)/failed; fi
+	@if [ -s $(CASSERT_RUN_DIR)/failed ]; then \
+	  echo "make test-assert: FAILED:" $$(cat $(CASSERT_RUN_DIR)/failed); exit 1; fi
+	@echo "make test-assert: every layer passed, no TRAP: in any server log"
 
 bench: install
 	bench/run.sh $(BENCH_ARGS)

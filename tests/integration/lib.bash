@@ -10,6 +10,7 @@
 #   expect_sql_error NAME SQLSTATE REGEX SQL  SQL must fail with SQLSTATE and a message matching REGEX
 #   finish                                    prints the summary; exits 1 if any check failed
 # Every cluster started with cluster_start is destroyed on exit (trap), even on failure.
+# IT_KEEP_LOGS=<dir>: copy each cluster's server log there (<test>.<cluster>.log) before it is destroyed.
 # Ports are 28941.. per script; IT_PORT_OFFSET=N shifts them all (with PG_IDGEN_RUN_DIR=<dir>,
 # honoured by scripts/cluster.sh, two runs of the suite can share a machine).
 set -euo pipefail
@@ -39,6 +40,10 @@ cleanup() {
         if [ "$rc" -ne 0 ] || [ "$FAILED" -gt 0 ]; then
             echo "--- server log of $c (last 30 lines) ---"
             "$CLUSTER" log "$c" 30 2>/dev/null | sed 's/^/    /'
+        fi
+        if [ -n "${IT_KEEP_LOGS:-}" ]; then   # make test-assert scans them for TRAP: lines
+            mkdir -p "$IT_KEEP_LOGS"
+            cp "$("$CLUSTER" pgdata "$c")/log/postgresql.log" "$IT_KEEP_LOGS/$TEST_NAME.$c.log" 2>/dev/null
         fi
         "$CLUSTER" destroy "$c" >/dev/null 2>&1
     done
