@@ -84,6 +84,15 @@ pub fn worker_id_setting() -> Option<i32> {
     (w >= 0).then_some(w)
 }
 
+/// The reservation window actually used: `pg_idgen.reserve_ms`, but at most
+/// `pg_idgen.max_drift_ms + 1000`. After a crash, generation restarts at the end of the last
+/// reservation; ids may run at most `max_drift_ms` ahead of the clock, so a longer reservation
+/// would make the restarted server refuse ids until the clock catches up. The bound keeps that
+/// wait under a second whatever the two settings are.
+pub fn reserve_window_ms() -> i64 {
+    (read_int(&RESERVE_MS) as i64).min(read_int(&MAX_DRIFT_MS) as i64 + 1000)
+}
+
 pub fn policy() -> pg_idgen_core::Policy {
     // SAFETY: as in `read_int`; guc.c only stores ordinals of StartSetting's values.
     let start = match StartSetting::from_ordinal(unsafe { *SEQUENCE_START.as_ptr() }) {
@@ -95,7 +104,7 @@ pub fn policy() -> pg_idgen_core::Policy {
         max_drift_ms: read_int(&MAX_DRIFT_MS) as i64,
         max_wait_ms: read_int(&MAX_WAIT_MS) as i64,
         start,
-        reserve_window_ms: read_int(&RESERVE_MS) as i64,
+        reserve_window_ms: reserve_window_ms(),
     }
 }
 

@@ -11,9 +11,11 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use pg_idgen_core::{FieldOrder, Layout, LayoutError, Parts, NAMED_LAYOUTS};
+use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::errors::{self, raise, Code};
+use crate::catalog::{extension_schema, prevent_during_recovery, PinnedSearchPath};
+use crate::errors::{self, raise, required, Code};
 use crate::gucs;
 
 thread_local! {
@@ -28,7 +30,7 @@ unsafe extern "C-unwind" fn on_relcache_invalidation(_arg: pg_sys::Datum, _relid
     // The tables' oids are not known without a catalog lookup, which a callback must not do;
     // both caches are tiny and cheap to refill, so any invalidation drops them.
     let _ = CUSTOM.try_with(|c| c.borrow_mut().clear());
-    let _ = SCHEMA.try_with(|c| c.borrow_mut().take());
+    crate::catalog::invalidate();
     crate::worker::invalidate();
 }
 
@@ -59,81 +61,60 @@ pub fn resolve(name: &str) -> Layout {
     l
 }
 
-thread_local! {
-    /// The extension's quoted schema in this database, once looked up.
-    static SCHEMA: RefCell<Option<String>> = const { RefCell::new(None) };
-}
-
-/// The quoted schema of the extension in the current database (its catalog tables live there).
-/// Read-only SPI (no transaction id is assigned, so it also works on a hot standby) with
-/// schema-qualified operators (a caller's search_path cannot redirect them), cached per backend
-/// and dropped with the other caches on relcache invalidation. Used by every catalog lookup.
-pub fn extension_schema() -> String {
-    if let Some(s) = SCHEMA.with(|c| c.borrow().clone()) {
-        return s;
-    }
-    let schema: Option<String> = Spi::connect(|client| {
-        client
-            .select(
-                "SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e \
-                 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
-                 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'",
-                Some(1),
-                &[],
-            )
-            .ok()?
-            .first()
-            .get::<String>(1)
-            .ok()
-            .flatten()
-    });
-    let schema = schema.unwrap_or_else(|| {
-        raise(
-            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "extension \"pg_idgen\" is not installed in this database",
-            Some("Run CREATE EXTENSION pg_idgen."),
-        )
-    });
-    SCHEMA.with(|c| *c.borrow_mut() = Some(schema.clone()));
-    schema
-}
-
-/// Raises 25006 on a hot standby before a function that writes the catalog tables.
-pub fn prevent_during_recovery(what: &std::ffi::CStr) {
-    unsafe { pg_sys::PreventCommandDuringRecovery(what.as_ptr()) };
-}
-
 fn load_custom(name: &str) -> Option<Layout> {
     let query = format!(
-        "SELECT (extract(epoch FROM epoch) * 1000)::int8, unit_ms::int8, time_bits, worker_bits, \
-         sequence_bits, field_order, worker_low_bits FROM {}.pg_idgen_layouts WHERE name = $1",
+        "SELECT epoch, unit_ms::pg_catalog.int8, time_bits, worker_bits, sequence_bits, field_order, \
+         worker_low_bits FROM {}.pg_idgen_layouts WHERE name OPERATOR(pg_catalog.=) $1",
         extension_schema()
     );
-    Spi::connect(|client| {
-        let table = client.select(query.as_str(), Some(1), &[name.into()]).ok()?;
+    let _path = PinnedSearchPath::new();
+    let row = Spi::connect(|client| {
+        let table = client.select(query.as_str(), Some(1), &[name.into()])?;
+        if table.is_empty() {
+            return Ok::<_, pgrx::spi::Error>(None);
+        }
         let row = table.first();
-        let epoch_ms: i64 = row.get(1).ok()??;
-        let unit_ms: i64 = row.get(2).ok()??;
-        let bits = |i| row.get::<i32>(i).ok().flatten().map(|b| b.max(0) as u32);
-        let order: String = row.get(6).ok()??;
-        let low: Option<i32> = row.get(7).ok()?;
-        let order = if order == "sequence_worker" {
-            FieldOrder::SequenceAboveWorker
-        } else {
-            FieldOrder::WorkerAboveSequence
-        };
-        Layout::registered(
-            name,
-            epoch_ms,
-            unit_ms,
-            bits(3)?,
-            bits(4)?,
-            bits(5)?,
-            order,
-            low.map(|b| b.max(0) as u32),
-        )
-        .ok()
+        Ok(Some((
+            row.get::<TimestampWithTimeZone>(1)?,
+            row.get::<i64>(2)?,
+            [row.get::<i32>(3)?, row.get::<i32>(4)?, row.get::<i32>(5)?],
+            row.get::<String>(6)?,
+            row.get::<i32>(7)?,
+        )))
     })
+    .unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read pg_idgen_layouts: {e}"), None)
+    })?;
+    let (Some(epoch), Some(unit_ms), [Some(t), Some(w), Some(q)], Some(order), low) = row else {
+        corrupt_layout(name, "a required column is NULL")
+    };
+    let order = match order.as_str() {
+        "sequence_worker" => FieldOrder::SequenceAboveWorker,
+        "worker_sequence" => FieldOrder::WorkerAboveSequence,
+        other => corrupt_layout(name, &format!("field_order \"{other}\"")),
+    };
+    let bits = |b: i32| u32::try_from(b).unwrap_or(u32::MAX);
+    let layout = Layout::registered(
+        name,
+        timestamptz_to_ms(epoch),
+        unit_ms,
+        bits(t),
+        bits(w),
+        bits(q),
+        order,
+        low.map(bits),
+    )
+    .unwrap_or_else(|e| corrupt_layout(name, &e.to_string()));
+    Some(layout)
+}
+
+/// A row of pg_idgen_layouts that uid_layout_register would not have written (edited by hand).
+fn corrupt_layout(name: &str, what: &str) -> ! {
+    raise(
+        Code::ERRCODE_DATA_CORRUPTED,
+        format!("custom layout \"{name}\" in pg_idgen_layouts is invalid: {what}"),
+        Some("Drop it with uid_layout_drop() and register it again with uid_layout_register()."),
+    )
 }
 
 /// Unix milliseconds of PostgreSQL's epoch, 2000-01-01T00:00:00Z.
@@ -145,8 +126,18 @@ const PG_EPOCH_UNIX_MS: i64 = 946_684_800_000;
 #[inline]
 pub fn now_unix_ms() -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // CLOCK_REALTIME cannot fail with a valid pointer.
+    // SAFETY: CLOCK_REALTIME cannot fail with a valid pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+}
+
+/// A monotonic clock in milliseconds (`CLOCK_MONOTONIC`), for deadlines: a step of the system
+/// clock must not stretch or shorten a wait.
+#[inline]
+pub fn monotonic_ms() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: CLOCK_MONOTONIC cannot fail with a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
 }
 
@@ -214,11 +205,21 @@ fn decode_with(layout: &Layout, id: i64) -> (TimestampWithTimeZone, i32, i32, Pa
             _ => raise(Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, what, None),
         }
     });
-    let ms = layout.tick_to_unix_ms(p.time) as i64;
+    // A custom layout with a long unit can reach past what a timestamptz holds: never truncate.
+    let ms = i64::try_from(layout.tick_to_unix_ms(p.time)).unwrap_or_else(|_| {
+        raise(
+            Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
+            format!("the time of id {id} in layout \"{}\" is out of range for timestamptz", layout.name),
+            None,
+        )
+    });
     (ms_to_timestamptz(ms), p.worker as i32, p.sequence as i32, p)
 }
 
 /// Splits an id of the server's layout into its time (ms precision), worker id and sequence.
+/// IMMUTABLE although it reads `pg_idgen.layout`: that setting is fixed while the server runs
+/// and a change is refused until `snowflake_accept_layout()`, which warns about every index that
+/// depends on these functions (see README, "Volatility").
 #[pg_extern(immutable, parallel_safe, strict)]
 fn uid_decode(
     id: i64,
@@ -253,6 +254,8 @@ fn uid_decode_layout(
 
 /// The smallest id of the server's layout whose time is `ts` (and whose worker is `worker_id`,
 /// 0 if omitted): a bound for range scans, `WHERE id >= snowflake_at(now() - interval '1 day')`.
+/// A NULL `worker_id` means 0. IMMUTABLE, as `uid_decode(id)`: constant-folded at planning,
+/// so partition pruning and postgres_fdw see the bounds.
 #[pg_extern(immutable, parallel_safe)]
 fn snowflake_at(ts: Option<TimestampWithTimeZone>, worker_id: default!(Option<i32>, "NULL")) -> Option<i64> {
     Some(at_with(gucs::layout(), ts?, worker_id))
@@ -263,9 +266,10 @@ fn snowflake_at(ts: Option<TimestampWithTimeZone>, worker_id: default!(Option<i3
 fn snowflake_at_layout(
     ts: Option<TimestampWithTimeZone>,
     worker_id: Option<i32>,
-    layout: &str,
+    layout: Option<&str>,
 ) -> Option<i64> {
-    Some(at_with(&resolve(layout), ts?, worker_id))
+    let (ts, layout) = (ts?, layout?);
+    Some(at_with(&resolve(layout), ts, worker_id))
 }
 
 fn at_with(layout: &Layout, ts: TimestampWithTimeZone, worker_id: Option<i32>) -> i64 {
@@ -274,6 +278,7 @@ fn at_with(layout: &Layout, ts: TimestampWithTimeZone, worker_id: Option<i32>) -
 }
 
 /// Composes an id of the server's layout from its parts; the inverse of `uid_decode`.
+/// IMMUTABLE, as `uid_decode(id)`.
 #[pg_extern(immutable, parallel_safe, strict)]
 fn uid_compose(ts: TimestampWithTimeZone, worker_id: i32, sequence: i32) -> i64 {
     compose_with(gucs::layout(), ts, worker_id, sequence)
@@ -298,6 +303,45 @@ fn compose_with(layout: &Layout, ts: TimestampWithTimeZone, worker_id: i32, sequ
         sequence: sequence as u64,
     };
     layout.encode(parts).unwrap_or_else(|e| errors::id_error(e))
+}
+
+/// After an accepted layout change: warns about every object of this database whose stored
+/// expression calls a function that decodes or composes with the server's layout (expression
+/// indexes, generated columns, defaults, constraints, views): they were computed with the old
+/// layout. Partition bounds are stored as constants and are not found this way.
+pub fn warn_dependents_of_server_layout() {
+    let schema = extension_schema();
+    let sql = format!(
+        "SELECT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) \
+         FROM pg_catalog.pg_depend d \
+         WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass \
+           AND d.deptype OPERATOR(pg_catalog.=) 'n' \
+           AND d.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY[ \
+               '{schema}.uid_decode(bigint)'::pg_catalog.regprocedure, \
+               '{schema}.snowflake_at(timestamptz, integer)'::pg_catalog.regprocedure, \
+               '{schema}.uid_compose(timestamptz, integer, integer)'::pg_catalog.regprocedure]::pg_catalog.oid[]) \
+         ORDER BY 1"
+    );
+    let _path = PinnedSearchPath::new();
+    let objects: Vec<String> = Spi::connect(|c| {
+        let mut v = Vec::new();
+        for row in c.select(&sql, None, &[])? {
+            v.extend(row.get::<String>(1)?);
+        }
+        Ok::<_, pgrx::spi::Error>(v)
+    })
+    .unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not list dependent objects: {e}"), None)
+    });
+    if !objects.is_empty() {
+        errors::warn(
+            format!(
+                "these objects of this database were computed with the previous pg_idgen.layout: {}",
+                objects.join(", ")
+            ),
+            Some("REINDEX the indexes and recompute the stored values; check other databases and partition bounds made with snowflake_at() too."),
+        );
+    }
 }
 
 /// The server's generation layout.
@@ -363,15 +407,23 @@ GRANT SELECT ON pg_idgen_layouts TO PUBLIC;
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::too_many_arguments)]
 fn uid_layout_register(
-    name: &str,
-    epoch: TimestampWithTimeZone,
-    time_bits: i32,
-    worker_bits: i32,
-    sequence_bits: i32,
-    unit_ms: default!(i32, 1),
-    field_order: default!(&str, "'worker_sequence'"),
+    name: Option<&str>,
+    epoch: Option<TimestampWithTimeZone>,
+    time_bits: Option<i32>,
+    worker_bits: Option<i32>,
+    sequence_bits: Option<i32>,
+    unit_ms: default!(Option<i32>, 1),
+    field_order: default!(Option<&str>, "'worker_sequence'"),
     worker_low_bits: default!(Option<i32>, "NULL"),
 ) {
+    // Only worker_low_bits may be NULL (no split of the worker field).
+    let name = required(name, "name");
+    let epoch = required(epoch, "epoch");
+    let time_bits = required(time_bits, "time_bits");
+    let worker_bits = required(worker_bits, "worker_bits");
+    let sequence_bits = required(sequence_bits, "sequence_bits");
+    let unit_ms = required(unit_ms, "unit_ms");
+    let field_order = required(field_order, "field_order");
     prevent_during_recovery(c"uid_layout_register()");
     let key = name.to_ascii_lowercase();
     if key == "server" || NAMED_LAYOUTS.contains(&key.as_str()) {
@@ -400,8 +452,21 @@ fn uid_layout_register(
             Some("Use worker_sequence (time | worker | sequence) or sequence_worker (time | sequence | worker, as Sonyflake)."),
         ),
     };
-    let bits = |v: i32| v.clamp(0, 64) as u32;
-    let low = worker_low_bits.map(|b| b.clamp(0, 64) as u32);
+    for (what, v) in
+        [("time_bits", time_bits), ("worker_bits", worker_bits), ("sequence_bits", sequence_bits)]
+            .into_iter()
+            .chain(worker_low_bits.map(|b| ("worker_low_bits", b)))
+    {
+        if !(0..=64).contains(&v) {
+            raise(
+                Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("invalid layout \"{name}\": {what} must be between 0 and 64, got {v}"),
+                None,
+            );
+        }
+    }
+    let bits = |v: i32| v as u32;
+    let low = worker_low_bits.map(bits);
     let epoch_ms = timestamptz_to_ms(epoch);
     if let Err(e) = Layout::registered(
         &key,
@@ -424,6 +489,7 @@ fn uid_layout_register(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING",
         extension_schema()
     );
+    let _path = PinnedSearchPath::new();
     let inserted = Spi::connect_mut(|client| {
         client
             .update(
@@ -456,7 +522,9 @@ fn uid_layout_register(
 #[pg_extern(volatile, parallel_unsafe, strict)]
 fn uid_layout_drop(name: &str) {
     prevent_during_recovery(c"uid_layout_drop()");
-    let delete = format!("DELETE FROM {}.pg_idgen_layouts WHERE name = $1", extension_schema());
+    let delete =
+        format!("DELETE FROM {}.pg_idgen_layouts WHERE name OPERATOR(pg_catalog.=) $1", extension_schema());
+    let _path = PinnedSearchPath::new();
     let deleted = Spi::connect_mut(|client| {
         client.update(delete.as_str(), None, &[name.to_ascii_lowercase().as_str().into()]).map(|t| t.len())
     })
@@ -495,12 +563,19 @@ fn uid_layouts() -> TableIterator<
 > {
     let mut names: Vec<(String, bool)> = NAMED_LAYOUTS.iter().map(|n| (n.to_string(), true)).collect();
     let query = format!("SELECT name FROM {}.pg_idgen_layouts ORDER BY name", extension_schema());
-    let custom: Vec<String> = Spi::connect(|client| {
-        client
-            .select(query.as_str(), None, &[])
-            .map(|t| t.filter_map(|r| r.get::<String>(1).ok().flatten()).collect())
-            .unwrap_or_default()
-    });
+    let custom: Vec<String> = {
+        let _path = PinnedSearchPath::new();
+        Spi::connect(|client| {
+            let mut names = Vec::new();
+            for row in client.select(query.as_str(), None, &[])? {
+                names.extend(row.get::<String>(1)?);
+            }
+            Ok::<_, pgrx::spi::Error>(names)
+        })
+        .unwrap_or_else(|e| {
+            raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read pg_idgen_layouts: {e}"), None)
+        })
+    };
     names.extend(custom.into_iter().map(|n| (n, false)));
     let rows: Vec<_> = names
         .into_iter()
@@ -534,18 +609,43 @@ fn uid_layouts() -> TableIterator<
     TableIterator::new(rows)
 }
 
+#[unsafe(no_mangle)]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo_pg_idgen_catalog_changed() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
 /// Statement trigger on pg_idgen's catalog tables: every backend drops its cached copies at
-/// commit, whoever changed the table and however (functions, DML, pg_restore).
-#[pg_trigger]
-fn pg_idgen_catalog_changed<'a>(
-    trigger: &'a pgrx::PgTrigger<'a>,
-) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, pgrx::PgTriggerError> {
-    unsafe { pg_sys::CacheInvalidateRelcacheByRelid(trigger.relid()?) };
-    Ok(None)
+/// commit, whoever changed the table and however (functions, DML, pg_restore). A plain V1
+/// function (declared in the SQL below) so that a direct call gets the proper 39P01, not a
+/// wrapper's internal error; EXECUTE is revoked from PUBLIC (triggers fire regardless).
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn pg_idgen_catalog_changed(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: `fcinfo` is PostgreSQL's call frame; `context` is a TriggerData node exactly when
+    // the function is called by the trigger manager (CALLED_AS_TRIGGER).
+    unsafe {
+        let context = (*fcinfo).context;
+        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+            raise(
+                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                "pg_idgen_catalog_changed() can only be called as a trigger",
+                None,
+            );
+        }
+        let data = context.cast::<pg_sys::TriggerData>();
+        pg_sys::CacheInvalidateRelcacheByRelid((*(*data).tg_relation).rd_id);
+        // A statement trigger returns a NULL pointer (not an SQL NULL: that is an error).
+        pg_sys::Datum::from(0)
+    }
 }
 
 extension_sql!(
     r#"
+CREATE FUNCTION pg_idgen_catalog_changed() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_catalog_changed';
+REVOKE ALL ON FUNCTION pg_idgen_catalog_changed() FROM PUBLIC;
 CREATE TRIGGER pg_idgen_layouts_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_idgen_layouts
     FOR EACH STATEMENT EXECUTE FUNCTION pg_idgen_catalog_changed();
@@ -553,5 +653,5 @@ REVOKE ALL ON FUNCTION uid_layout_register(text, timestamptz, integer, integer, 
 REVOKE ALL ON FUNCTION uid_layout_drop(text) FROM PUBLIC;
 "#,
     name = "layouts_trigger",
-    requires = ["layouts_table", pg_idgen_catalog_changed, uid_layout_register, uid_layout_drop],
+    requires = ["layouts_table", uid_layout_register, uid_layout_drop],
 );

@@ -11,8 +11,11 @@
 //!
 //! The pure logic (bit layouts, the clock policy) lives in the `pg_idgen_core` crate.
 
+#![deny(ffi_unwind_calls)]
+
 use pgrx::prelude::*;
 
+mod catalog;
 mod errors;
 mod gucs;
 mod layouts;
@@ -36,7 +39,6 @@ pub extern "C-unwind" fn _PG_init() {
     layouts::init();
     if preloading {
         shmem::init();
-        segment::init();
         wal::init();
     }
 }

@@ -34,15 +34,16 @@
 //!   refiller that died cannot stall the tag.
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use pg_idgen_core::segment::{chunk_at_or_above, next_multiple, Buffers, Segment, Take};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::errors::{raise, raise_full, Code};
-use crate::layouts::extension_schema;
-use crate::layouts::{ms_to_timestamptz, now_unix_ms};
+use crate::catalog::{
+    extension_schema, qualified_relation_name, relation_exists_locked, select_latest_i64, AsSuperuser,
+};
+use crate::errors::{raise, raise_full, required, Code};
+use crate::layouts::{monotonic_ms, ms_to_timestamptz, now_unix_ms};
 use crate::shmem::LockGuard;
 
 const SHMEM_NAME: &CStr = c"pg_idgen segment table";
@@ -72,7 +73,11 @@ struct Entry {
     max_m: i64,
     target_ms: i64,
     bufs: Buffers,
+    /// A backend is reserving the next segment ahead of need (elected under the entry lock).
     refilling: bool,
+    /// The last reservation made ahead of need failed: serve what is left and reserve again
+    /// only when both buffers are empty (that reservation reports the error).
+    ahead_failed: bool,
     issued: i64,
     refills: i64,
     sync_refills: i64,
@@ -90,7 +95,10 @@ struct Header {
 
 static mut HEADER: *mut Header = std::ptr::null_mut();
 static mut ENTRIES: *mut Entry = std::ptr::null_mut();
-static PRELOADED: AtomicBool = AtomicBool::new(false);
+/// One condition variable per entry, outside `Entry` because an entry is rewritten whole when it
+/// is claimed while a backend may still sleep on its variable: backends whose caller found both
+/// buffers empty sleep on it until the refill in flight ends.
+static mut CVS: *mut pg_sys::ConditionVariable = std::ptr::null_mut();
 
 fn capacity_setting() -> usize {
     crate::gucs::MAX_SEGMENTS.get().max(1) as usize
@@ -100,14 +108,12 @@ fn entries_offset() -> usize {
     std::mem::size_of::<Header>().next_multiple_of(64)
 }
 
-fn shmem_size() -> usize {
-    entries_offset() + capacity_setting() * std::mem::size_of::<Entry>() + 64
+fn cvs_offset() -> usize {
+    (entries_offset() + capacity_setting() * std::mem::size_of::<Entry>()).next_multiple_of(64)
 }
 
-/// Marks the library as preloaded; the shared table is requested and attached by the hooks of
-/// `shmem`, which call [`request_shmem`] and [`attach_shmem`].
-pub fn init() {
-    PRELOADED.store(true, Ordering::Relaxed);
+fn shmem_size() -> usize {
+    cvs_offset() + capacity_setting() * std::mem::size_of::<pg_sys::ConditionVariable>() + 64
 }
 
 /// From the shared-memory request hook: space for the table and its lock tranche.
@@ -129,9 +135,14 @@ pub unsafe fn attach_shmem() {
             std::ptr::write_bytes(base, 0, shmem_size());
             (*header).locks = pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr());
             (*header).capacity = capacity_setting();
+            let cvs = base.add(cvs_offset()).cast::<pg_sys::ConditionVariable>();
+            for i in 0..capacity_setting() {
+                pg_sys::ConditionVariableInit(cvs.add(i));
+            }
         }
         HEADER = header;
         ENTRIES = base.add(entries_offset()).cast::<Entry>();
+        CVS = base.add(cvs_offset()).cast::<pg_sys::ConditionVariable>();
     }
 }
 
@@ -144,7 +155,13 @@ fn header() -> *mut Header {
 }
 
 fn entry_ptr(idx: usize) -> *mut Entry {
+    // SAFETY: `idx` < capacity at every call site; ENTRIES is set before any backend runs.
     unsafe { ENTRIES.add(idx) }
+}
+
+fn cv_ptr(idx: usize) -> *mut pg_sys::ConditionVariable {
+    // SAFETY: as for `entry_ptr`.
+    unsafe { CVS.add(idx) }
 }
 
 /// The segment table's locks: lock 0 guards the table, lock `i + 1` entry `i`.
@@ -167,47 +184,6 @@ impl Held {
 
 fn my_db() -> pg_sys::Oid {
     unsafe { pg_sys::MyDatabaseId }
-}
-
-/// Runs as the bootstrap superuser with `search_path = pg_catalog, pg_temp` (both restored on
-/// drop, and by transaction abort after an ERROR): reading pg_idgen_segments and calling nextval
-/// on a tag's sequence are the extension's business, not something every caller of segment_next
-/// needs privileges for; the pinned search_path keeps a caller's own operators, functions or
-/// types from being resolved in the statements run with those privileges.
-struct AsSuperuser(pg_sys::Oid, i32, i32);
-
-impl AsSuperuser {
-    fn new() -> AsSuperuser {
-        let (mut user, mut ctx) = (pg_sys::Oid::INVALID, 0);
-        unsafe {
-            pg_sys::GetUserIdAndSecContext(&mut user, &mut ctx);
-            let nest = pg_sys::NewGUCNestLevel();
-            pg_sys::set_config_option(
-                c"search_path".as_ptr(),
-                c"pg_catalog, pg_temp".as_ptr(),
-                pg_sys::GucContext::PGC_USERSET,
-                pg_sys::GucSource::PGC_S_SESSION,
-                pg_sys::GucAction::GUC_ACTION_SAVE,
-                true,
-                0,
-                false,
-            );
-            pg_sys::SetUserIdAndSecContext(
-                pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID),
-                ctx | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
-            );
-            AsSuperuser(user, ctx, nest)
-        }
-    }
-}
-
-impl Drop for AsSuperuser {
-    fn drop(&mut self) {
-        unsafe {
-            pg_sys::SetUserIdAndSecContext(self.0, self.1);
-            pg_sys::AtEOXact_GUC(true, self.2);
-        }
-    }
 }
 
 fn check_not_standby() {
@@ -252,33 +228,56 @@ struct TagConfig {
     target_ms: i64,
 }
 
+/// Reads a tag's row with the latest committed state (not the caller's snapshot, which in a
+/// REPEATABLE READ transaction may predate a drop and re-create of the tag), and checks it as
+/// the hot path needs it: a row edited by hand cannot make it divide by zero or allocate
+/// without bound.
 fn read_config(tag: &str) -> Option<TagConfig> {
     let _su = AsSuperuser::new();
-    let sql = format!(
-        "SELECT seq::oid, unit::bigint, (nodes::bigint * unit), (step / unit)::bigint, \
-                (coalesce(min_step, step) / unit)::bigint, (coalesce(max_step, step) / unit)::bigint, \
-                coalesce((extract(epoch FROM target_interval) * 1000)::bigint, 0) \
-         FROM {}.pg_idgen_segments WHERE tag = $1",
+    let sql = std::ffi::CString::new(format!(
+        "SELECT seq::pg_catalog.oid::pg_catalog.int8, unit::pg_catalog.int8, \
+                nodes::pg_catalog.int8, step::pg_catalog.int8, \
+                COALESCE(min_step, step)::pg_catalog.int8, \
+                COALESCE(max_step, step)::pg_catalog.int8, \
+                COALESCE(pg_catalog.date_part('epoch', target_interval) \
+                    OPERATOR(pg_catalog.*) 1000, 0)::pg_catalog.int8 \
+         FROM {}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1",
         extension_schema()
-    );
-    Spi::connect(|c| {
-        let t = c.select(&sql, Some(1), &[tag.into()])?;
-        if t.is_empty() {
-            return Ok::<_, pgrx::spi::Error>(None);
-        }
-        let row = t.first();
-        Ok(Some(TagConfig {
-            seqoid: row.get::<pg_sys::Oid>(1)?.unwrap_or(pg_sys::Oid::INVALID),
-            unit: row.get::<i64>(2)?.unwrap_or(1),
-            stride: row.get::<i64>(3)?.unwrap_or(1),
-            mult: row.get::<i64>(4)?.unwrap_or(1),
-            min_m: row.get::<i64>(5)?.unwrap_or(1),
-            max_m: row.get::<i64>(6)?.unwrap_or(1),
-            target_ms: row.get::<i64>(7)?.unwrap_or(0),
-        }))
-    })
-    .unwrap_or_else(|e| {
-        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read pg_idgen_segments: {e}"), None)
+    ))
+    .expect("no NUL in a generated statement");
+    let rows = select_latest_i64(&sql, tag);
+    let row = rows.into_iter().next()?;
+    let v = |i: usize| row.get(i).copied().flatten();
+    let corrupt = |what: &str| -> ! {
+        raise(
+            Code::ERRCODE_DATA_CORRUPTED,
+            format!("the configuration of segment tag \"{tag}\" in pg_idgen_segments is invalid: {what}"),
+            Some("pg_idgen_segments is written by segment_create(); drop the tag and create it again."),
+        )
+    };
+    let (Some(seq), Some(unit), Some(nodes), Some(step), Some(min_step), Some(max_step), Some(target_ms)) =
+        (v(0), v(1), v(2), v(3), v(4), v(5), v(6))
+    else {
+        corrupt("a required column is NULL")
+    };
+    if unit <= 0 || !(1..=MAX_NODES as i64).contains(&nodes) {
+        corrupt(&format!("unit {unit}, nodes {nodes}"));
+    }
+    if min_step != unit || step % unit != 0 || max_step % unit != 0 {
+        corrupt("step, min_step and max_step must be multiples of the unit (min_step)");
+    }
+    let (mult, min_m, max_m) = (step / unit, min_step / unit, max_step / unit);
+    if !(1 <= min_m && min_m <= mult && mult <= max_m && max_m <= MAX_MULTIPLE) {
+        corrupt(&format!("step {step} outside [{min_step}, {max_step}] or more than {MAX_MULTIPLE} units"));
+    }
+    Some(TagConfig {
+        seqoid: pg_sys::Oid::from(u32::try_from(seq).unwrap_or_else(|_| corrupt("seq"))),
+        unit,
+        stride: nodes * unit,
+        mult,
+        min_m,
+        max_m,
+        target_ms: target_ms.max(0),
     })
 }
 
@@ -294,66 +293,82 @@ fn find_or_claim(tag: &str) -> (usize, u64) {
     let h = header();
     let db = my_db();
     let cap = unsafe { (*h).capacity };
-    {
-        // Identity fields change only under the table lock held exclusively: shared suffices.
-        let _t = Held::table_shared();
-        let found = (0..cap).find_map(|i| {
-            let e = entry_ptr(i);
-            unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation)) }
+    for _attempt in 0..3 {
+        {
+            // Identity fields change only under the table lock held exclusively: shared suffices.
+            let _t = Held::table_shared();
+            let found = (0..cap).find_map(|i| {
+                let e = entry_ptr(i);
+                // SAFETY: identity fields are read under the table lock (see the protocol).
+                unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation)) }
+            });
+            if let Some(found) = found {
+                return found;
+            }
+        }
+        // Not in shared memory yet: read the catalog with no LWLock held.
+        let Some(cfg) = read_config(tag) else { unknown_tag(tag) };
+        let claimed = claim(tag, &cfg).or_else(|| {
+            // Full: entries of databases dropped since they were claimed can be reused.
+            reclaim_dropped_databases().then(|| claim(tag, &cfg)).flatten()
         });
-        if let Some(found) = found {
-            return found;
+        let Some((idx, gen)) = claimed else {
+            raise(
+                Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                format!("the shared segment table is full: all {cap} entries are in use"),
+                Some("Raise pg_idgen.max_segments (takes a server restart), or drop tags no longer used with segment_drop()."),
+            )
+        };
+        // The row read may belong to a tag whose drop committed after it was read, and whose
+        // release (at that commit) ran before the claim: the entry would point at a dropped
+        // sequence for every backend. Waiting for a lock on the sequence waits for such a drop
+        // to finish; if the sequence is gone, undo the claim and read the catalog again.
+        if relation_exists_locked(cfg.seqoid, pg_sys::AccessShareLock) {
+            return (idx, gen);
         }
-    }
-    // Not in shared memory yet: read the catalog with no LWLock held.
-    let Some(cfg) = read_config(tag) else { unknown_tag(tag) };
-    if let Some(claimed) = claim(tag, &cfg) {
-        return claimed;
-    }
-    // Full: entries of databases dropped since they were claimed can be reused.
-    if reclaim_dropped_databases() {
-        if let Some(claimed) = claim(tag, &cfg) {
-            return claimed;
-        }
+        release_claim(idx, gen);
     }
     raise(
-        Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-        format!("the shared segment table is full: all {cap} entries are in use"),
-        Some("Raise pg_idgen.max_segments (takes a server restart), or drop tags no longer used with segment_drop()."),
+        Code::ERRCODE_OBJECT_IN_USE,
+        format!("segment tag \"{tag}\" is being dropped and re-created concurrently"),
+        Some("Retry the statement."),
     )
 }
 
-/// Frees the entries of databases that no longer exist; true if it freed any.
+/// Frees the entries of databases that no longer exist; true if it freed any. Database
+/// existence is checked in the syscache (the current catalog state, not the caller's snapshot).
 fn reclaim_dropped_databases() -> bool {
     let h = header();
     let cap = unsafe { (*h).capacity };
-    let mut in_table: Vec<u32> = {
-        let _t = Held::table();
+    let mut in_table: Vec<pg_sys::Oid> = {
+        let _t = Held::table_shared();
         (0..cap)
             .filter_map(|i| {
-                let _g = Held::entry(i);
                 let e = entry_ptr(i);
-                unsafe { (*e).in_use.then(|| u32::from((*e).dbid)) }
+                // SAFETY: identity fields are read under the table lock.
+                unsafe { (*e).in_use.then_some((*e).dbid) }
             })
             .collect()
     };
-    in_table.sort_unstable();
+    in_table.sort_unstable_by_key(|o| u32::from(*o));
     in_table.dedup();
-    let live: Vec<u32> = Spi::connect(|c| {
-        let t = c.select("SELECT oid FROM pg_catalog.pg_database", None, &[])?;
-        let mut v = Vec::new();
-        for r in t {
-            if let Some(o) = r.get::<pg_sys::Oid>(1)? {
-                v.push(u32::from(o));
-            }
-        }
-        Ok::<_, pgrx::spi::Error>(v)
-    })
-    .unwrap_or_default();
-    if live.is_empty() {
-        return false;
-    }
-    let dead: Vec<u32> = in_table.into_iter().filter(|d| !live.contains(d)).collect();
+    // SAFETY: AcceptInvalidationMessages and a syscache probe are plain catalog access, done
+    // with no LWLock held.
+    let dead: Vec<pg_sys::Oid> = unsafe {
+        pg_sys::AcceptInvalidationMessages();
+        in_table
+            .into_iter()
+            .filter(|db| {
+                !pg_sys::SearchSysCacheExists(
+                    pg_sys::SysCacheIdentifier::DATABASEOID as i32,
+                    pg_sys::Datum::from(*db),
+                    pg_sys::Datum::from(0),
+                    pg_sys::Datum::from(0),
+                    pg_sys::Datum::from(0),
+                )
+            })
+            .collect()
+    };
     if dead.is_empty() {
         return false;
     }
@@ -361,8 +376,9 @@ fn reclaim_dropped_databases() -> bool {
     for i in 0..cap {
         let _g = Held::entry(i);
         let e = entry_ptr(i);
+        // SAFETY: identity fields are written with both the table and the entry lock held.
         unsafe {
-            if (*e).in_use && dead.contains(&u32::from((*e).dbid)) {
+            if (*e).in_use && dead.contains(&(*e).dbid) {
                 (*e).in_use = false;
                 (*h).next_gen += 1;
                 (*e).generation = (*h).next_gen;
@@ -370,6 +386,22 @@ fn reclaim_dropped_databases() -> bool {
         }
     }
     true
+}
+
+/// Undoes a claim of entry `idx` made with generation `gen`, unless it changed meanwhile.
+fn release_claim(idx: usize, gen: u64) {
+    let h = header();
+    let _t = Held::table();
+    let _g = Held::entry(idx);
+    let e = entry_ptr(idx);
+    // SAFETY: identity fields are written with both the table and the entry lock held.
+    unsafe {
+        if (*e).in_use && (*e).generation == gen {
+            (*e).in_use = false;
+            (*h).next_gen += 1;
+            (*e).generation = (*h).next_gen;
+        }
+    }
 }
 
 /// Claims a free entry for (this database, tag), unless another backend claimed one meanwhile.
@@ -413,6 +445,7 @@ fn claim(tag: &str, cfg: &TagConfig) -> Option<(usize, u64)> {
                     target_ms: cfg.target_ms,
                     bufs: Buffers::default(),
                     refilling: false,
+                    ahead_failed: false,
                     issued: 0,
                     refills: 0,
                     sync_refills: 0,
@@ -459,20 +492,39 @@ unsafe extern "C-unwind" {
 /// record ends at, and `XLogFlush` to it would fail ("xlog flush request … is not satisfied"):
 /// use the page boundary instead, which is where the last record ended.
 fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
-    const SHORT_PHD: u64 = 24; // MAXALIGN(sizeof(XLogPageHeaderData))
-    const LONG_PHD: u64 = 40; // MAXALIGN(sizeof(XLogLongPageHeaderData)), first page of a segment
+    let maxalign = |n: usize| n.next_multiple_of(pg_sys::MAXIMUM_ALIGNOF as usize) as u64;
+    let short_phd = maxalign(std::mem::size_of::<pg_sys::XLogPageHeaderData>()); // SizeOfXLogShortPHD
+    let long_phd = maxalign(std::mem::size_of::<pg_sys::XLogLongPageHeaderData>()); // SizeOfXLogLongPHD
     let page_off = ptr % pg_sys::XLOG_BLCKSZ as u64;
+    // SAFETY: wal_segment_size is set at startup and never changes afterwards.
     let seg_off = ptr % unsafe { pg_sys::wal_segment_size } as u64;
-    if page_off == SHORT_PHD && seg_off != SHORT_PHD || seg_off == LONG_PHD {
+    if page_off == short_phd && seg_off != short_phd || seg_off == long_phd {
         ptr - page_off
     } else {
         ptr
     }
 }
 
+/// Makes everything inserted into WAL so far durable, and waits for synchronous standbys if any
+/// are configured, as a commit does.
+fn flush_wal_and_wait_for_sync_standbys() {
+    // SAFETY: XLogFlush raises an ERROR on failure; SyncRepWaitForLSN must run with interrupts
+    // held, as RecordTransactionCommit does (it asserts so on assert-enabled builds): a cancel
+    // or termination during the wait is turned into a WARNING and the wait ends; interrupts
+    // are serviced again at the next CHECK_FOR_INTERRUPTS after RESUME.
+    unsafe {
+        let upto = flushable(pg_sys::GetXLogInsertRecPtr());
+        pg_sys::XLogFlush(upto);
+        pg_sys::InterruptHoldoffCount += 1; // HOLD_INTERRUPTS()
+        pg_sys::SyncRepWaitForLSN(upto, false);
+        pg_sys::InterruptHoldoffCount -= 1; // RESUME_INTERRUPTS()
+    }
+}
+
 /// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with
 /// no LWLock held. Returns the segment, or None if the chunks would overflow bigint.
 fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Segment> {
+    // SAFETY: a flag of the current transaction.
     if unsafe { pg_sys::XactReadOnly } {
         raise(
             Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
@@ -484,6 +536,8 @@ fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Seg
     {
         let _su = AsSuperuser::new();
         for _ in 0..mult {
+            // SAFETY: nextval_oid is a V1 function taking a regclass; DirectFunctionCall1Coll
+            // builds its call frame and is itself guarded by pgrx.
             let d = unsafe {
                 pg_sys::DirectFunctionCall1Coll(
                     Some(raw_nextval_oid),
@@ -494,22 +548,47 @@ fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Seg
             starts.push(d.value() as i64);
         }
     }
-    unsafe {
-        // Everything inserted so far: our nextval's record, or the earlier record (possibly
-        // another backend's, still unflushed) that covers the values we got.
-        let upto = flushable(pg_sys::GetXLogInsertRecPtr());
-        pg_sys::XLogFlush(upto);
-        // With synchronous standbys configured, a reservation waits for them like a commit.
-        pg_sys::SyncRepWaitForLSN(upto, false);
-    }
+    // Everything inserted so far: our nextval's record, or the earlier record (possibly another
+    // backend's, still unflushed) that covers the values we got.
+    flush_wal_and_wait_for_sync_standbys();
     Segment::from_chunks(&starts, unit, stride)
 }
 
-/// Refills entry `idx` (generation `gen`). `sync`: both buffers were empty.
+/// Runs `f` in an internal subtransaction, as a PL/pgSQL exception block does: an ERROR in `f`
+/// rolls the subtransaction back (releasing the sequence's buffer lock, its relation and
+/// whatever else it held) and is returned, so the caller decides whether to rethrow it.
+fn in_subtransaction<T>(
+    f: impl FnOnce() -> T + std::panic::UnwindSafe,
+) -> Result<T, pgrx::pg_sys::panic::CaughtError> {
+    // SAFETY: the standard internal-subtransaction protocol (see plpgsql's exec_stmt_block): save
+    // the memory context and resource owner, begin, run, then release or roll back and restore.
+    unsafe {
+        let cxt = pg_sys::CurrentMemoryContext;
+        let owner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(cxt);
+        let result = pgrx::PgTryBuilder::new(move || Ok(f())).catch_others(Err).execute();
+        match result {
+            Ok(_) => pg_sys::ReleaseCurrentSubTransaction(),
+            Err(_) => {
+                pg_sys::MemoryContextSwitchTo(cxt);
+                pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            }
+        }
+        pg_sys::MemoryContextSwitchTo(cxt);
+        pg_sys::CurrentResourceOwner = owner;
+        result
+    }
+}
+
+/// Refills entry `idx` (generation `gen`). `sync`: both buffers were empty and the caller has no
+/// value; otherwise the caller already holds a value and a failed reservation must not cost it
+/// that value (it is returned; the entry stops refilling ahead until a synchronous refill).
 fn refill(idx: usize, gen: u64, sync: bool) {
     let (seqoid, unit, stride, mult) = {
         let _g = Held::entry(idx);
         let e = entry_ptr(idx);
+        // SAFETY: mutable entry fields are read under the entry lock.
         unsafe {
             if !(*e).in_use || (*e).generation != gen {
                 return;
@@ -517,54 +596,74 @@ fn refill(idx: usize, gen: u64, sync: bool) {
             ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult)
         }
     };
-    /// Clears `refilling` if the reservation fails (ERROR), so another backend takes over.
-    struct ClearOnError(usize, u64, bool);
-    impl Drop for ClearOnError {
-        fn drop(&mut self) {
-            if self.2 {
-                let _g = Held::entry(self.0);
-                let e = entry_ptr(self.0);
-                unsafe {
-                    if (*e).generation == self.1 {
-                        (*e).refilling = false;
-                    }
-                }
-            }
-        }
-    }
-    let mut guard = ClearOnError(idx, gen, true);
+    // SAFETY: a flag of the current transaction.
     if !sync && unsafe { pg_sys::XactReadOnly } {
+        finish_refill(idx, gen, |e| e.refilling = false);
         return; // in a read-only transaction only a caller left with no value reserves (and fails)
     }
-    let seg = reserve(seqoid, unit, stride, mult);
-    guard.2 = false;
-    let now = now_unix_ms();
-    let _g = Held::entry(idx);
-    let e = entry_ptr(idx);
-    unsafe {
-        if (*e).generation != gen {
-            return; // dropped or reset meanwhile: the reservation becomes a gap
+    let reserved = in_subtransaction(move || reserve(seqoid, unit, stride, mult));
+    let seg = match reserved {
+        Ok(seg) => seg,
+        Err(error) => {
+            finish_refill(idx, gen, |e| {
+                e.refilling = false;
+                if !sync {
+                    e.ahead_failed = true;
+                }
+            });
+            let cancelled = matches!(&error, pgrx::pg_sys::panic::CaughtError::PostgresError(r)
+                if matches!(r.sql_error_code(), Code::ERRCODE_QUERY_CANCELED | Code::ERRCODE_ADMIN_SHUTDOWN));
+            if sync || cancelled {
+                error.rethrow();
+            }
+            return; // the caller's value stands; the next synchronous refill retries and reports
         }
-        (*e).refilling = false;
+    };
+    let now = now_unix_ms();
+    let mut overflow = false;
+    finish_refill(idx, gen, |e| {
+        e.refilling = false;
         let Some(seg) = seg else {
-            drop(_g);
-            overflow_oid(seqoid)
+            overflow = true;
+            e.ahead_failed = true;
+            return;
         };
-        match (*e).bufs.install(seg) {
-            pg_idgen_core::segment::Installed::Discarded => (*e).discarded += 1,
+        match e.bufs.install(seg) {
+            pg_idgen_core::segment::Installed::Discarded => e.discarded += 1,
             _ => {
-                (*e).refills += 1;
+                e.ahead_failed = false;
+                e.refills += 1;
                 if sync {
-                    (*e).sync_refills += 1;
+                    e.sync_refills += 1;
                 }
-                if (*e).last_refill_ms > 0 {
-                    let lasted = now - (*e).last_refill_ms;
-                    (*e).mult = next_multiple((*e).mult, lasted, (*e).target_ms, (*e).min_m, (*e).max_m);
+                if e.last_refill_ms > 0 {
+                    let lasted = now - e.last_refill_ms;
+                    e.mult = next_multiple(e.mult, lasted, e.target_ms, e.min_m, e.max_m);
                 }
-                (*e).last_refill_ms = now;
+                e.last_refill_ms = now;
+            }
+        }
+    });
+    if overflow && sync {
+        overflow_oid(seqoid);
+    }
+}
+
+/// Applies `f` to entry `idx` under its lock if it still has generation `gen` (a drop or set
+/// meanwhile makes the reservation a gap), then wakes the backends waiting for this refill.
+fn finish_refill(idx: usize, gen: u64, f: impl FnOnce(&mut Entry)) {
+    {
+        let _g = Held::entry(idx);
+        let e = entry_ptr(idx);
+        // SAFETY: the entry lock is held; `f` does arithmetic only (see the protocol).
+        unsafe {
+            if (*e).generation == gen {
+                f(&mut *e);
             }
         }
     }
+    // SAFETY: the condition variable of entry `idx` lives in shared memory for the server's life.
+    unsafe { pg_sys::ConditionVariableBroadcast(cv_ptr(idx)) };
 }
 
 fn overflow_oid(seqoid: pg_sys::Oid) -> ! {
@@ -637,23 +736,18 @@ fn cache_put(tag: &[u8], idx: usize, gen: u64) {
     c.gen = gen;
 }
 
-/// The bytes of a text argument without copying; detoasts (via pgrx) only when it must.
+/// The bytes of a text argument without copying; detoasts only when it must (a TOAST pointer
+/// or compressed inline data: `VARATT_IS_EXTENDED` less the short-header case).
 unsafe fn text_bytes<'a>(d: pg_sys::Datum) -> &'a [u8] {
+    use pgrx::varlena::{varatt_is_1b_e, varatt_is_4b_c, varlena_to_byte_slice};
+    // SAFETY: `d` is a non-NULL text datum (the function is STRICT); the detoasted copy, if
+    // any, lives in the call's memory context, which outlives the returned slice's use.
     unsafe {
-        let mut p = d.cast_mut_ptr::<u8>();
-        let b0 = *p;
-        if b0 == 0x01 || (b0 & 0x01 == 0 && (p.cast::<u32>().read_unaligned() & 0x03) == 0x02) {
-            // external (TOAST pointer) or compressed inline: detoast
-            p = pg_sys::pg_detoast_datum_packed(p.cast()).cast();
+        let mut p = d.cast_mut_ptr::<pg_sys::varlena>();
+        if varatt_is_1b_e(p) || varatt_is_4b_c(p) {
+            p = pg_sys::pg_detoast_datum_packed(p);
         }
-        let b0 = *p;
-        if b0 & 0x01 == 1 {
-            let len = (b0 >> 1) as usize; // 1-byte header, little-endian
-            std::slice::from_raw_parts(p.add(1), len.saturating_sub(1))
-        } else {
-            let len = (p.cast::<u32>().read_unaligned() >> 2) as usize;
-            std::slice::from_raw_parts(p.add(4), len.saturating_sub(4))
-        }
+        varlena_to_byte_slice(p)
     }
 }
 
@@ -674,6 +768,20 @@ pub unsafe extern "C-unwind" fn pg_idgen_segment_next(fcinfo: pg_sys::FunctionCa
     unsafe {
         let arg = (*fcinfo).args.as_slice(1)[0].value;
         pg_sys::Datum::from(next_value(text_bytes(arg)))
+    }
+}
+
+/// Whether entry `idx` (generation `gen`) still has both buffers empty and a refill in flight.
+fn refill_in_flight(idx: usize, gen: u64) -> bool {
+    let _g = Held::entry(idx);
+    let e = entry_ptr(idx);
+    // SAFETY: mutable entry fields are read under the entry lock.
+    unsafe {
+        (*e).in_use
+            && (*e).generation == gen
+            && (*e).refilling
+            && (*e).bufs.remaining() == 0
+            && (*e).bufs.next.is_empty()
     }
 }
 
@@ -712,13 +820,13 @@ fn next_value(tag: &[u8]) -> i64 {
                 match (*e).bufs.take() {
                     Take::Value { value, .. } => {
                         (*e).issued += 1;
-                        let due = !(*e).refilling && (*e).bufs.refill_overdue();
+                        let due = !(*e).refilling && !(*e).ahead_failed && (*e).bufs.refill_overdue();
                         if due {
                             (*e).refilling = true;
                         }
                         Some((Some(value), due))
                     }
-                    Take::Empty if (*e).refilling && wait_until_ms.is_none_or(|t| now_unix_ms() < t) => {
+                    Take::Empty if (*e).refilling && wait_until_ms.is_none_or(|t| monotonic_ms() < t) => {
                         Some((None, false))
                     }
                     Take::Empty => {
@@ -740,10 +848,25 @@ fn next_value(tag: &[u8]) -> i64 {
             }
             Some((None, true)) => refill(idx, gen, true),
             Some((None, false)) => {
-                // Both buffers empty, a reservation in flight: wait for it (interruptibly).
-                wait_until_ms.get_or_insert_with(|| now_unix_ms() + WAIT_FOR_REFILL_MS);
-                pgrx::check_for_interrupts!();
-                unsafe { pg_sys::pg_usleep(20) };
+                // Both buffers empty, a reservation in flight: sleep until it ends (its backend
+                // broadcasts the entry's condition variable), for at most WAIT_FOR_REFILL_MS in
+                // all; interruptible, and visible in pg_stat_activity as an Extension wait.
+                let until = *wait_until_ms.get_or_insert_with(|| monotonic_ms() + WAIT_FOR_REFILL_MS);
+                let left = (until - monotonic_ms()).clamp(0, WAIT_FOR_REFILL_MS);
+                // SAFETY: the entry's condition variable lives in shared memory for the server's
+                // life; the sleep is cancelled right after (also by abort after an ERROR).
+                unsafe {
+                    pg_sys::ConditionVariablePrepareToSleep(cv_ptr(idx));
+                    // Re-checked after preparing, so a broadcast that came meanwhile is not missed.
+                    if refill_in_flight(idx, gen) {
+                        pg_sys::ConditionVariableTimedSleep(
+                            cv_ptr(idx),
+                            left.max(1),
+                            pg_sys::PG_WAIT_EXTENSION,
+                        );
+                    }
+                    pg_sys::ConditionVariableCancelSleep();
+                }
             }
         }
     }
@@ -777,15 +900,21 @@ fn bad(msg: impl Into<String>, hint: Option<&str>) -> ! {
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::too_many_arguments)]
 fn segment_create(
-    tag: &str,
-    step: default!(i32, 1000),
-    start: default!(i64, 1),
-    nodes: default!(i32, 1),
-    node_index: default!(i32, 0),
+    tag: Option<&str>,
+    step: default!(Option<i32>, 1000),
+    start: default!(Option<i64>, 1),
+    nodes: default!(Option<i32>, 1),
+    node_index: default!(Option<i32>, 0),
     min_step: default!(Option<i32>, "NULL"),
     max_step: default!(Option<i32>, "NULL"),
     target_interval: default!(Option<pgrx::datum::Interval>, "NULL"),
 ) {
+    // NULL is only meaningful for the adaptive-step arguments (no adaptive step).
+    let tag = required(tag, "tag");
+    let step = required(step, "step");
+    let start = required(start, "start");
+    let nodes = required(nodes, "nodes");
+    let node_index = required(node_index, "node_index");
     require_superuser("create a segment tag");
     check_writable("create a segment tag");
     validate_tag(tag);
@@ -837,19 +966,23 @@ fn segment_create(
     let origin = origin.unwrap();
     let schema = extension_schema();
     let _su = AsSuperuser::new();
-    if let Some(ms) = target_interval {
-        let ms: Option<f64> =
-            Spi::get_one_with_args("SELECT extract(epoch FROM $1)::float8 * 1000", &[ms.into()])
-                .unwrap_or(None);
-        if ms.unwrap_or(0.0) < 1.0 {
+    if let Some(interval) = target_interval {
+        let ms: Option<f64> = Spi::get_one_with_args(
+            "SELECT pg_catalog.date_part('epoch', $1) OPERATOR(pg_catalog.*) 1000",
+            &[interval.into()],
+        )
+        .unwrap_or_else(|e| spi_failed("read target_interval", e));
+        if !ms.is_some_and(|ms| (1.0..=i64::MAX as f64).contains(&ms)) {
             bad("target_interval must be positive", None);
         }
     }
     let exists: Option<bool> = Spi::get_one_with_args(
-        &format!("SELECT EXISTS (SELECT 1 FROM {schema}.pg_idgen_segments WHERE tag = $1)"),
+        &format!(
+            "SELECT EXISTS (SELECT 1 FROM {schema}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1)"
+        ),
         &[tag.into()],
     )
-    .unwrap_or(Some(false));
+    .unwrap_or_else(|e| spi_failed("look the tag up", e));
     if exists == Some(true) {
         raise(
             Code::ERRCODE_DUPLICATE_OBJECT,
@@ -857,19 +990,29 @@ fn segment_create(
             Some("Use another tag, or segment_drop() it first (its values may then be handed out again)."),
         );
     }
-    // The sequence's name is generated, never derived from the tag.
-    let mut n: i64 = Spi::get_one(&format!("SELECT count(*) + 1 FROM {schema}.pg_idgen_segments"))
-        .unwrap_or(Some(1))
-        .unwrap_or(1);
-    let seqname = loop {
+    // The sequence's name is generated, never derived from the tag: the first free
+    // pg_idgen_seg_<n> from the number of tags on (a few tries at most: n only collides with
+    // names of dropped tags' successors).
+    let count: i64 = Spi::get_one(&format!("SELECT pg_catalog.count(*) FROM {schema}.pg_idgen_segments"))
+        .unwrap_or_else(|e| spi_failed("count the tags", e))
+        .unwrap_or(0);
+    let mut seqname = None;
+    for n in count + 1..=count + 1000 {
         let name = format!("{schema}.pg_idgen_seg_{n}");
         let taken: Option<bool> =
             Spi::get_one_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[name.as_str().into()])
-                .unwrap_or(Some(true));
-        if taken != Some(true) {
-            break name;
+                .unwrap_or_else(|e| spi_failed("name the backing sequence", e));
+        if taken == Some(false) {
+            seqname = Some(name);
+            break;
         }
-        n += 1;
+    }
+    let Some(seqname) = seqname else {
+        raise(
+            Code::ERRCODE_DUPLICATE_OBJECT,
+            "no free name for the backing sequence of a segment tag",
+            Some("Relations named pg_idgen_seg_<n> in the extension's schema that are not backing sequences of tags should be renamed."),
+        )
     };
     let ddl = format!(
         "CREATE SEQUENCE {seqname} AS bigint INCREMENT BY {stride} MINVALUE {origin} START WITH {origin} CACHE 1 NO CYCLE"
@@ -880,7 +1023,7 @@ fn segment_create(
     Spi::run_with_args(
         &format!(
             "INSERT INTO {schema}.pg_idgen_segments (tag, seq, step, unit, start, nodes, node_index, min_step, max_step, target_interval) \
-             VALUES ($1, $2::regclass, $3, $4, $5, $6, $7, $8, $9, $10)"
+             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5, $6, $7, $8, $9, $10)"
         ),
         &[
             tag.into(),
@@ -911,26 +1054,61 @@ fn segment_drop(tag: &str) {
     check_writable("drop a segment tag");
     let schema = extension_schema();
     let _su = AsSuperuser::new();
-    let seq: Option<String> = Spi::get_one_with_args(
-        &format!("DELETE FROM {schema}.pg_idgen_segments WHERE tag = $1 RETURNING seq::text"),
-        &[tag.into()],
-    )
-    .unwrap_or(None);
+    let seq: Option<pg_sys::Oid> = Spi::connect_mut(|c| {
+        let t = c.update(
+            &format!(
+                "DELETE FROM {schema}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING seq::pg_catalog.oid"
+            ),
+            None,
+            &[tag.into()],
+        )?;
+        if t.is_empty() {
+            return Ok(None);
+        }
+        t.first().get::<pg_sys::Oid>(1)
+    })
+    .unwrap_or_else(|e| spi_failed("delete the tag", e));
     let Some(seq) = seq else { unknown_tag(tag) };
-    // seq::text is the quoted, schema-qualified-if-needed name of a sequence we created.
-    let exists: Option<bool> =
-        Spi::get_one_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[seq.as_str().into()])
-            .unwrap_or(None);
-    if exists == Some(true) {
-        Spi::run(&format!("DROP SEQUENCE {seq}")).unwrap_or_else(|e| {
-            raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not drop {seq}: {e}"), None)
-        });
+    // The name is built in Rust from the catalog, by OID.
+    if let Some(name) = qualified_relation_name(seq) {
+        Spi::run(&format!("DROP SEQUENCE {name}"))
+            .unwrap_or_else(|e| spi_failed("drop the backing sequence", e));
     }
     let db = my_db();
     release(db, tag);
     // A backend may have re-read the row before this transaction commits: release again then.
     let t = tag.to_string();
     pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &t));
+}
+
+/// What a tag's backing sequence has reserved, read under the sequence's own lock as nextval
+/// sees it: the largest value that may have been handed out, or None if nothing ever was.
+/// `last_value` with `is_called` is the whole truth: after `setval(.., false)` (what
+/// segment_set leaves) `pg_sequence_last_value()` is NULL although values below were issued.
+fn persisted_hwm(seqoid: pg_sys::Oid, unit: i64, origin: i64) -> Option<i64> {
+    let name = qualified_relation_name(seqoid).unwrap_or_else(|| {
+        raise(
+            Code::ERRCODE_UNDEFINED_TABLE,
+            format!("the backing sequence (OID {}) of a segment tag does not exist", u32::from(seqoid)),
+            Some("Drop the tag with segment_drop() and create it again."),
+        )
+    });
+    let (last, called) = Spi::connect(|c| {
+        let t = c.select(&format!("SELECT last_value, is_called FROM {name}"), Some(1), &[])?;
+        let r = t.first();
+        Ok::<_, pgrx::spi::Error>((r.get::<i64>(1)?, r.get::<bool>(2)?))
+    })
+    .unwrap_or_else(|e| spi_failed("read the backing sequence", e));
+    let (Some(last), Some(called)) = (last, called) else {
+        raise(Code::ERRCODE_DATA_CORRUPTED, format!("sequence {name} has no state"), None)
+    };
+    if called {
+        Some(last.saturating_add(unit - 1))
+    } else if last > origin {
+        Some(last - 1) // moved by segment_set: anything below may have been handed out
+    } else {
+        None // never used
+    }
 }
 
 /// Moves a tag forward: values handed out from now on are >= `next` (superuser only). Values
@@ -944,8 +1122,10 @@ fn segment_set(tag: &str, next: i64) -> i64 {
     let row = Spi::connect(|c| {
         let t = c.select(
             &format!(
-                "SELECT seq::oid, unit::bigint, nodes::bigint * unit, start + node_index::bigint * unit \
-                 FROM {schema}.pg_idgen_segments WHERE tag = $1"
+                "SELECT seq::pg_catalog.oid, unit::pg_catalog.int8, \
+                        nodes::pg_catalog.int8 OPERATOR(pg_catalog.*) unit, \
+                        start OPERATOR(pg_catalog.+) (node_index::pg_catalog.int8 OPERATOR(pg_catalog.*) unit) \
+                 FROM {schema}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1"
             ),
             Some(1),
             &[tag.into()],
@@ -954,25 +1134,16 @@ fn segment_set(tag: &str, next: i64) -> i64 {
             return Ok::<_, pgrx::spi::Error>(None);
         }
         let r = t.first();
-        Ok(Some((
-            r.get::<pg_sys::Oid>(1)?.unwrap(),
-            r.get::<i64>(2)?.unwrap(),
-            r.get::<i64>(3)?.unwrap(),
-            r.get::<i64>(4)?.unwrap(),
-        )))
+        Ok(Some((r.get::<pg_sys::Oid>(1)?, r.get::<i64>(2)?, r.get::<i64>(3)?, r.get::<i64>(4)?)))
     })
-    .unwrap_or(None);
-    let Some((seqoid, unit, stride, origin)) = row else { unknown_tag(tag) };
-    // Block concurrent reservations (nextval takes RowExclusiveLock) until this transaction ends.
+    .unwrap_or_else(|e| spi_failed("read the tag", e));
+    let Some((Some(seqoid), Some(unit), Some(stride), Some(origin))) = row else { unknown_tag(tag) };
+    // Block concurrent reservations (nextval takes RowExclusiveLock) until this transaction
+    // ends, then read what has been reserved: nothing can be reserved between the read and
+    // the setval below.
+    // SAFETY: locks a relation by OID; released at transaction end.
     unsafe { pg_sys::LockRelationOid(seqoid, pg_sys::ShareRowExclusiveLock as i32) };
-    let last: Option<i64> = Spi::get_one_with_args(
-        "SELECT pg_catalog.pg_sequence_last_value($1::oid::regclass)",
-        &[seqoid.into()],
-    )
-    .unwrap_or(None);
-    // Every value up to the end of the last reserved chunk may have been handed out.
-    let high = last.map(|l| l.saturating_add(unit - 1));
-    if let Some(h) = high {
+    if let Some(h) = persisted_hwm(seqoid, unit, origin) {
         if next <= h {
             raise_full(
                 Code::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -991,13 +1162,11 @@ fn segment_set(tag: &str, next: i64) -> i64 {
         )
     };
     Spi::run_with_args(
-        "SELECT pg_catalog.setval($1::oid::regclass, $2, false)",
+        "SELECT pg_catalog.setval($1::pg_catalog.oid::pg_catalog.regclass, $2, false)",
         &[seqoid.into(), chunk.into()],
     )
-    .unwrap_or_else(|e| {
-        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not move the sequence: {e}"), None)
-    });
-    unsafe { pg_sys::XLogFlush(flushable(pg_sys::GetXLogInsertRecPtr())) };
+    .unwrap_or_else(|e| spi_failed("move the backing sequence", e));
+    flush_wal_and_wait_for_sync_standbys();
     release(my_db(), tag);
     chunk
 }
@@ -1056,28 +1225,43 @@ fn segment_status_shmem() -> TableIterator<
     TableIterator::new(rows)
 }
 
-/// The persisted high-water mark of every tag of this database: the largest value the backing
-/// sequences have reserved (NULL before the first reservation).
+/// The persisted high-water mark of every tag of this database: the largest value that may
+/// have been handed out (NULL before the first reservation). Readable by every role (through the
+/// segment_status view): the sequences are read as the extension, with the search path pinned.
 #[pg_extern(volatile, parallel_safe)]
 fn segment_persisted() -> TableIterator<'static, (name!(tag, String), name!(persisted_hwm, Option<i64>))> {
     let schema = extension_schema();
     let _su = AsSuperuser::new();
-    let rows = Spi::connect(|c| {
+    let tags = Spi::connect(|c| {
         let t = c.select(
             &format!(
-                "SELECT tag, pg_catalog.pg_sequence_last_value(seq) + unit - 1 FROM {schema}.pg_idgen_segments"
+                "SELECT tag, seq::pg_catalog.oid, unit::pg_catalog.int8, \
+                        start OPERATOR(pg_catalog.+) (node_index::pg_catalog.int8 OPERATOR(pg_catalog.*) unit) \
+                 FROM {schema}.pg_idgen_segments"
             ),
             None,
             &[],
         )?;
         let mut v = Vec::new();
         for r in t {
-            v.push((r.get::<String>(1)?.unwrap_or_default(), r.get::<i64>(2)?));
+            v.push((r.get::<String>(1)?, r.get::<pg_sys::Oid>(2)?, r.get::<i64>(3)?, r.get::<i64>(4)?));
         }
         Ok::<_, pgrx::spi::Error>(v)
     })
-    .unwrap_or_default();
+    .unwrap_or_else(|e| spi_failed("read pg_idgen_segments", e));
+    let rows: Vec<_> = tags
+        .into_iter()
+        .filter_map(|row| match row {
+            (Some(tag), Some(seq), Some(unit), Some(origin)) => Some((tag, persisted_hwm(seq, unit, origin))),
+            _ => None,
+        })
+        .collect();
     TableIterator::new(rows)
+}
+
+/// An SPI call failed: say which, with PostgreSQL's message (never another meaning).
+fn spi_failed(what: &str, e: pgrx::spi::Error) -> ! {
+    raise(Code::ERRCODE_INTERNAL_ERROR, format!("pg_idgen could not {what}: {e}"), None)
 }
 
 extension_sql!(
@@ -1091,12 +1275,17 @@ CREATE TABLE pg_idgen_segments (
     step            int NOT NULL CHECK (step > 0),
     unit            int NOT NULL CHECK (unit > 0),
     start           bigint NOT NULL,
-    nodes           int NOT NULL DEFAULT 1,
+    nodes           int NOT NULL DEFAULT 1 CHECK (nodes BETWEEN 1 AND 1024),
     node_index      int NOT NULL DEFAULT 0,
     min_step        int,
     max_step        int,
     target_interval interval,
-    created         timestamptz NOT NULL DEFAULT now()
+    created         timestamptz NOT NULL DEFAULT now(),
+    CHECK (node_index >= 0 AND node_index < nodes),
+    CHECK (step <= 100000000 AND step % unit = 0),
+    CHECK ((min_step IS NULL AND max_step IS NULL AND target_interval IS NULL AND unit = step)
+        OR (min_step = unit AND max_step >= step AND max_step % unit = 0
+            AND max_step / unit <= 1024 AND target_interval > interval '0'))
 );
 COMMENT ON TABLE pg_idgen_segments IS 'pg_idgen segment tags: one row per tag, each backed by its own sequence (seq)';
 SELECT pg_catalog.pg_extension_config_dump('pg_idgen_segments', '');

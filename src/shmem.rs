@@ -4,7 +4,9 @@
 //! Locking protocol (read this before touching anything below):
 //!
 //! * One [`Slot`] per worker id, in a fixed-capacity array in shared memory, created at
-//!   postmaster start (and again after a crash restart) from the state file.
+//!   postmaster start (and again after a crash restart) from the state file. Only worker ids
+//!   whose reservation is still ahead of the clock get a slot back at start; the others are
+//!   folded into `floor_ms`, where every newly claimed slot starts.
 //! * `Slot::worker_id` is written only while holding `lock` exclusively, when a slot is claimed
 //!   for a worker id; a claimed slot never changes owner while the server runs. Readers find
 //!   slots without the lock (Acquire loads) and cache the slot per backend.
@@ -15,34 +17,39 @@
 //!   written, fsync'd and durably renamed. Hence no id is ever issued from a tick the file does
 //!   not cover, and after a crash generation restarts above every id issued before.
 //! * Before `reserved` is raised, the new reservation is also WAL-logged and flushed (`wal`);
-//!   redo (crash recovery, a standby's replay) raises `state` and `reserved` under `lock`.
-//! * The state file is written only with `lock` held exclusively, or by the postmaster at exit
-//!   (no backend runs then). Nothing else is done while holding `lock`: no SPI, no catalog
+//!   redo (crash recovery, a standby's replay) writes the state file first (PANIC on failure),
+//!   then raises `state` and `reserved` under `lock`.
+//! * `floor_ms` is only raised, under `lock`, after the state file carrying it was written.
+//! * The state file is written only with `lock` held exclusively, or by the postmaster at a
+//!   clean exit (no backend runs then; never after a crash, when memory is not trusted). Nothing else is done while holding `lock`: no SPI, no catalog
 //!   access; an ERROR while it is held (disk full) releases it as part of abort.
 //! * Statistics counters are relaxed atomics: exact counts, no ordering promised between them.
 
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::ffi::CString;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use pg_idgen_core::generator::{reservation_end, state_before_tick, state_tick};
-use pg_idgen_core::{Layout, WorkerState};
+use pg_idgen_core::{Layout, StateFile, WorkerState};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::errors::{raise, Code};
 use crate::gucs;
 
-/// How many distinct worker ids one instance can generate for (logical shards on one server).
+/// How many distinct worker ids one instance can generate for between two restarts (logical
+/// shards on one server). A restart frees every slot whose reservation has passed.
 pub const MAX_WORKER_SLOTS: usize = 256;
 const SHMEM_NAME: &std::ffi::CStr = c"pg_idgen snowflake state";
 const TRANCHE_NAME: &std::ffi::CStr = c"pg_idgen";
+/// `AddinShmemInitLock` is `&MainLWLockArray[21].lock` (lwlocknames.h, PostgreSQL 15–18); the
+/// macro is not in pgrx's bindings, and pgrx's own shared-memory code uses the same index.
+const ADDIN_SHMEM_INIT_LOCK: usize = 21;
 /// Directory under the data directory holding pg_idgen's files.
 pub const STATE_DIR: &str = "pg_idgen";
 const STATE_FILE: &str = "pg_idgen/snowflake.state";
 const STATE_TMP: &str = "pg_idgen/snowflake.state.tmp";
-const STATE_HEADER: &str = "pg_idgen snowflake state 1";
 
 #[repr(C, align(128))]
 #[derive(Default)]
@@ -58,8 +65,13 @@ pub struct Shared {
     /// The state file was written with another layout than the server's: generation refused
     /// until `snowflake_accept_layout()`.
     pub layout_mismatch: AtomicBool,
-    /// Canonical text of the layout the state file was written with (NUL-padded).
-    persisted_layout: [u8; 256],
+    /// Unix ms below which ids of worker ids without a slot may have been issued: reservations
+    /// of worker ids that were folded out of the slots at start (their time had passed). A newly
+    /// claimed slot starts here. Raised only under `lock`.
+    floor_ms: AtomicI64,
+    /// Canonical text of the layout the state file was written with (NUL-padded). Written only
+    /// at startup (no other process yet) and under `lock` by `accept_layout`.
+    persisted_layout: UnsafeCell<[u8; 256]>,
     pub slots: [Slot; MAX_WORKER_SLOTS],
 }
 
@@ -67,11 +79,9 @@ static mut SHARED: *mut Shared = std::ptr::null_mut();
 static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 
-/// Set in `_PG_init` when loaded by shared_preload_libraries.
-pub static PRELOADED: AtomicBool = AtomicBool::new(false);
-
 pub fn init() {
-    PRELOADED.store(true, Ordering::Relaxed);
+    // SAFETY: called once from _PG_init while the postmaster loads the library, before any
+    // other process exists; hooks are chained as PostgreSQL documents.
     unsafe {
         PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
         pg_sys::shmem_request_hook = Some(shmem_request);
@@ -80,11 +90,22 @@ pub fn init() {
     }
 }
 
+/// Calls a hook installed before ours. A C hook reports errors by `siglongjmp`, not by unwinding:
+/// pgrx's FFI guard catches that jump and turns it into a Rust unwind from here, which is why
+/// the `ffi_unwind_calls` lint (denied crate-wide) is allowed on this one call.
+#[allow(ffi_unwind_calls)]
+unsafe fn call_previous_hook(hook: unsafe extern "C-unwind" fn()) {
+    // SAFETY: `hook` was read from PostgreSQL's hook variable in _PG_init and is a valid function.
+    unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| hook()) }
+}
+
 #[pg_guard]
 unsafe extern "C-unwind" fn shmem_request() {
+    // SAFETY: the previous hook is a C function pointer, called through pgrx's FFI guard so an
+    // ERROR in it becomes a Rust unwind here; the requests are made in the postmaster.
     unsafe {
         if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
-            prev();
+            call_previous_hook(prev);
         }
         pg_sys::RequestAddinShmemSpace(std::mem::size_of::<Shared>());
         pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
@@ -94,17 +115,18 @@ unsafe extern "C-unwind" fn shmem_request() {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn shmem_startup() {
+    // SAFETY: as in `shmem_request`; the structure is created under AddinShmemInitLock, zeroed
+    // memory is a valid `Shared` except for the free markers and the lock set here.
     unsafe {
         if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
-            prev();
+            call_previous_hook(prev);
         }
-        let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock; // AddinShmemInitLock
+        let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(ADDIN_SHMEM_INIT_LOCK)).lock;
         pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let mut found = false;
         let shared = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), std::mem::size_of::<Shared>(), &mut found)
             .cast::<Shared>();
         if !found {
-            // Zeroed memory is a valid `Shared` except for the free markers and the lock.
             std::ptr::write_bytes(shared.cast::<u8>(), 0, std::mem::size_of::<Shared>());
             (*shared).lock = &raw mut (*pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr())).lock;
             for slot in (*shared).slots.iter() {
@@ -116,7 +138,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
         pg_sys::LWLockRelease(init_lock);
         if !found {
             load_state_file(&*shared);
-            // Persist the exact state when the postmaster exits or reinitializes after a crash.
+            // Persist the exact state when the postmaster shuts down cleanly.
             pg_sys::on_shmem_exit(Some(persist_at_exit), pg_sys::Datum::from(0));
         }
     }
@@ -124,6 +146,8 @@ unsafe extern "C-unwind" fn shmem_startup() {
 
 /// The shared state; raises 55000 when the library was not preloaded.
 pub fn shared() -> &'static Shared {
+    // SAFETY: SHARED is set once at startup (in the postmaster, inherited by every backend) and
+    // points into shared memory that lives as long as the server.
     unsafe {
         let p = SHARED;
         if p.is_null() {
@@ -134,26 +158,14 @@ pub fn shared() -> &'static Shared {
 }
 
 fn data_dir() -> String {
+    // SAFETY: DataDir is set before libraries are preloaded and never changes.
     unsafe { std::ffi::CStr::from_ptr(pg_sys::DataDir).to_string_lossy().into_owned() }
 }
 
-/// A line of the state file: a worker id and the Unix ms below which its ids may have been issued.
-fn parse_state(text: &str) -> Result<(String, Vec<(i64, i64)>), String> {
-    let mut lines = text.lines();
-    if lines.next() != Some(STATE_HEADER) {
-        return Err("unknown header".into());
-    }
-    let layout =
-        lines.next().and_then(|l| l.strip_prefix("layout ")).ok_or("missing layout line")?.to_string();
-    let mut workers = Vec::new();
-    for line in lines.filter(|l| !l.trim().is_empty()) {
-        let mut f = line.split_whitespace();
-        match (f.next(), f.next().map(str::parse::<i64>), f.next().map(str::parse::<i64>), f.next()) {
-            (Some("worker"), Some(Ok(w)), Some(Ok(ms)), None) if w >= 0 => workers.push((w, ms)),
-            _ => return Err(format!("bad line \"{line}\"")),
-        }
-    }
-    Ok((layout, workers))
+/// The tick at or after `unix_ms`, rounded up, within the layout's range.
+fn tick_at_or_after(layout: &Layout, unix_ms: i64) -> u64 {
+    let tick = layout.unix_ms_to_tick(unix_ms.saturating_add(layout.unit_ms - 1)).max(0) as u64;
+    tick.min(layout.max_time() + 1)
 }
 
 unsafe fn load_state_file(sh: &Shared) {
@@ -163,6 +175,14 @@ unsafe fn load_state_file(sh: &Shared) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             set_persisted_layout(sh, &layout.canonical());
+            let msg = format!(
+                "pg_idgen: no generator state file \"{path}\": snowflake ids start from the system clock"
+            );
+            crate::errors::log_with_hint(
+                &msg,
+                "This is expected on a new cluster. If this data directory issued ids before (pg_upgrade, a file-level copy or a restore that left out pg_idgen/), stop the server and copy pg_idgen/snowflake.state from the old data directory.",
+            );
+            write_state_file(sh, layout, Override::None, pgrx::PgLogLevel::ERROR);
             return;
         }
         // Refusing to start is the only safe answer: without the file, ids could repeat.
@@ -170,53 +190,79 @@ unsafe fn load_state_file(sh: &Shared) {
             raise(Code::ERRCODE_IO_ERROR, format!("could not read pg_idgen state file \"{path}\": {e}"), None)
         }
     };
-    let (file_layout, workers) = parse_state(&text).unwrap_or_else(|e| {
+    let state = StateFile::parse(&text).unwrap_or_else(|e| {
         raise(
             Code::ERRCODE_DATA_CORRUPTED,
             format!("pg_idgen state file \"{path}\" is corrupt: {e}"),
             Some("Restore it from a backup. Deleting it lets ids restart from the current clock, which is only safe if the clock is later than every id issued."),
         )
     });
-    set_persisted_layout(sh, &file_layout);
-    if file_layout != layout.canonical() {
+    set_persisted_layout(sh, &state.layout);
+    if state.layout != layout.canonical() {
         sh.layout_mismatch.store(true, Ordering::Relaxed);
         pgrx::log!(
-            "pg_idgen: state file was written with layout \"{file_layout}\", server runs \"{}\"; snowflake_next() is refused until snowflake_accept_layout()",
+            "pg_idgen: state file was written with layout \"{}\", server runs \"{}\"; snowflake_next() is refused until snowflake_accept_layout()",
+            state.layout,
             layout.canonical()
         );
     }
-    for (worker, until_ms) in workers {
-        let Some(slot) = claim_slot_locked(sh, worker) else { break };
-        // Round up to the server layout's tick: ids restart at or after that instant.
-        let tick = layout.unix_ms_to_tick(until_ms.saturating_add(layout.unit_ms - 1)).max(0) as u64;
-        let tick = tick.min(layout.max_time() + 1);
-        slot.ws.state.store(state_before_tick(tick, layout.sequence_bits), Ordering::Relaxed);
-        slot.ws.reserved.store(tick, Ordering::Relaxed);
+    // Worker ids whose reservation has passed need no slot: their ids are all in the past, so
+    // the floor (the latest of those reservations) keeps any later id above them. Only worker
+    // ids with a reservation still ahead of the clock get a slot back.
+    let now = crate::layouts::now_unix_ms();
+    let mut floor = state.floor_ms;
+    let mut kept = 0;
+    for &(worker, until_ms) in &state.workers {
+        let slot = (until_ms > now).then(|| claim_slot_locked(sh, worker)).flatten();
+        match slot {
+            Some(slot) => {
+                let tick = tick_at_or_after(layout, until_ms);
+                slot.ws.state.store(state_before_tick(tick, layout.sequence_bits), Ordering::Relaxed);
+                slot.ws.reserved.store(tick, Ordering::Relaxed);
+                kept += 1;
+            }
+            None => floor = floor.max(until_ms),
+        }
     }
+    sh.floor_ms.store(floor, Ordering::Relaxed);
+    pgrx::log!(
+        "pg_idgen: generator state loaded: {} worker id(s) with a reservation ahead, {} folded into the floor {}",
+        kept,
+        state.workers.len() - kept,
+        pg_idgen_core::layout::format_unix_ms(floor as i128)
+    );
 }
 
 fn set_persisted_layout(sh: &Shared, text: &str) {
     let bytes = text.as_bytes();
     let n = bytes.len().min(255);
-    // Only written at startup (no other process yet) and under `lock` by accept_layout.
+    // SAFETY: written only at startup (no other process yet) and under `lock` by accept_layout;
+    // readers read it under `lock` or after startup.
     unsafe {
-        let dst = (&raw const sh.persisted_layout).cast_mut().cast::<u8>();
+        let dst = sh.persisted_layout.get().cast::<u8>();
         std::ptr::write_bytes(dst, 0, 256);
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, n);
     }
 }
 
 pub fn persisted_layout(sh: &Shared) -> String {
-    let end = sh.persisted_layout.iter().position(|&b| b == 0).unwrap_or(256);
-    String::from_utf8_lossy(&sh.persisted_layout[..end]).into_owned()
+    // SAFETY: see `set_persisted_layout`.
+    let bytes = unsafe { &*sh.persisted_layout.get() };
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(256);
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
 /// Finds or claims the slot of `worker`. Caller holds `lock` exclusively (or is the only process).
+/// A newly claimed slot starts at the floor.
 fn claim_slot_locked(sh: &Shared, worker: i64) -> Option<&Slot> {
     if let Some(s) = sh.slots.iter().find(|s| s.worker_id.load(Ordering::Acquire) == worker) {
         return Some(s);
     }
     let free = sh.slots.iter().find(|s| s.worker_id.load(Ordering::Acquire) == -1)?;
+    let layout = gucs::layout();
+    let floor = tick_at_or_after(layout, sh.floor_ms.load(Ordering::Acquire));
+    free.ws.state.store(state_before_tick(floor, layout.sequence_bits), Ordering::Relaxed);
+    free.ws.reserved.store(floor, Ordering::Relaxed);
     free.worker_id.store(worker, Ordering::Release);
     Some(free)
 }
@@ -238,11 +284,11 @@ pub fn slot_for(worker: i64) -> &'static Slot {
         None => {
             let _guard = LockGuard::exclusive(sh);
             match claim_slot_locked(sh, worker) {
-                Some(s) => sh.slots.iter().position(|x| std::ptr::eq(x, s)).unwrap(),
+                Some(s) => sh.slots.iter().position(|x| std::ptr::eq(x, s)).unwrap_or(0),
                 None => raise(
                     Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                    format!("pg_idgen can generate for at most {MAX_WORKER_SLOTS} distinct worker ids per server"),
-                    Some("Fewer logical shards per server, or restart the server to forget worker ids no longer used."),
+                    format!("pg_idgen can generate for at most {MAX_WORKER_SLOTS} distinct worker ids between two restarts of the server"),
+                    Some("Use fewer logical shards per server, or restart the server: a restart frees the slots of worker ids whose reservation has passed."),
                 ),
             }
         }
@@ -294,7 +340,7 @@ pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, 
         }
     };
     let current = slot.ws.reserved.load(Ordering::Acquire);
-    let window = gucs::RESERVE_MS.get() as i64;
+    let window = gucs::reserve_window_ms();
     // Re-check under the lock: another backend may have extended it meanwhile.
     let needed = if wait {
         current <= tick
@@ -309,79 +355,113 @@ pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, 
     // the WAL recycled after checkpoints), then the ids may be issued.
     let until_ms = layout.tick_to_unix_ms(end).min(i64::MAX as i128) as i64;
     crate::wal::log_reservation(slot.worker_id.load(Ordering::Acquire), until_ms);
-    write_state_file(sh, layout, Some((slot, end)), pgrx::PgLogLevel::ERROR);
+    write_state_file(sh, layout, Override::Slot(slot, end), pgrx::PgLogLevel::ERROR);
     slot.ws.reserved.store(end, Ordering::Release);
 }
 
 /// WAL redo of a reservation (startup process: crash recovery, or a standby's replay): raise the
 /// worker's reservation and its state to at least `until_ms`, and persist it in the state file
-/// so that a restart from a later checkpoint or restartpoint still knows it.
+/// so that a restart from a later checkpoint or restartpoint still knows it. The file is written
+/// first, at PANIC on failure as core redo routines fail, then shared memory is raised: the
+/// invariant "nothing in memory the file does not cover" holds at every instant.
 pub fn replay_reservation(worker: i64, until_ms: i64) {
     let sh = shared();
     let layout = gucs::layout();
-    let tick = layout.unix_ms_to_tick(until_ms.saturating_add(layout.unit_ms - 1)).max(0) as u64;
-    let tick = tick.min(layout.max_time() + 1);
+    let tick = tick_at_or_after(layout, until_ms);
     let _guard = LockGuard::exclusive(sh);
     let Some(slot) = claim_slot_locked(sh, worker) else {
-        pgrx::warning!("pg_idgen: no free slot to replay the reservation of worker id {worker}");
+        // No free slot: keep the reservation as the floor of every worker id without a slot.
+        if until_ms > sh.floor_ms.load(Ordering::Acquire) {
+            write_state_file(sh, layout, Override::Floor(until_ms), pgrx::PgLogLevel::PANIC);
+            sh.floor_ms.store(until_ms, Ordering::Release);
+        }
         return;
     };
     if tick <= slot.ws.reserved.load(Ordering::Acquire) {
         return;
     }
+    write_state_file(sh, layout, Override::Slot(slot, tick), pgrx::PgLogLevel::PANIC);
     slot.ws.state.fetch_max(state_before_tick(tick, layout.sequence_bits), Ordering::AcqRel);
     slot.ws.reserved.store(tick, Ordering::Release);
-    write_state_file(sh, layout, None, pgrx::PgLogLevel::WARNING);
 }
 
-/// Writes the state file: for each worker, the Unix ms below which ids may have been issued.
-/// `override_slot` replaces one slot's reservation with a new, larger one. At ERROR level a
-/// failure aborts the caller; at LOG level (postmaster exit) it is only logged.
-fn write_state_file(
-    sh: &Shared,
-    layout: &Layout,
-    override_slot: Option<(&Slot, u64)>,
-    elevel: pgrx::PgLogLevel,
-) -> bool {
-    let mut text = format!("{STATE_HEADER}\nlayout {}\n", persisted_layout(sh));
+/// A value the state file must carry that shared memory does not hold yet.
+enum Override<'a> {
+    None,
+    Slot(&'a Slot, u64),
+    Floor(i64),
+}
+
+/// Writes the state file: for each worker, the Unix ms below which ids may have been issued, and
+/// the floor. At ERROR (or PANIC) level a failure aborts the caller; at LOG level (postmaster
+/// exit) it is only logged. The file is written to a temporary name, fsync'd, and renamed with
+/// `durable_rename` (which fsyncs the directory); a newly created `pg_idgen/` is fsync'd with
+/// the data directory.
+fn write_state_file(sh: &Shared, layout: &Layout, over: Override<'_>, elevel: pgrx::PgLogLevel) -> bool {
+    let mut state = StateFile {
+        layout: persisted_layout(sh),
+        floor_ms: sh.floor_ms.load(Ordering::Acquire),
+        workers: Vec::new(),
+    };
     for slot in sh.slots.iter() {
         let w = slot.worker_id.load(Ordering::Acquire);
         if w < 0 {
             continue;
         }
-        let tick = match override_slot {
-            Some((s, end)) if std::ptr::eq(s, slot) => end,
+        let tick = match over {
+            Override::Slot(s, end) if std::ptr::eq(s, slot) => end,
             _ => slot.ws.reserved.load(Ordering::Acquire),
         };
-        text.push_str(&format!("worker {w} {}\n", layout.tick_to_unix_ms(tick)));
+        state
+            .workers
+            .push((w, layout.tick_to_unix_ms(tick).clamp(i64::MIN as i128, i64::MAX as i128) as i64));
+    }
+    if let Override::Floor(ms) = over {
+        state.floor_ms = state.floor_ms.max(ms);
     }
     let dir = format!("{}/{STATE_DIR}", data_dir());
     let tmp = format!("{}/{STATE_TMP}", data_dir());
     let path = format!("{}/{STATE_FILE}", data_dir());
+    let created = !std::path::Path::new(&dir).is_dir();
     let result = std::fs::create_dir_all(&dir).and_then(|_| {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
+        f.write_all(state.render().as_bytes())?;
         f.sync_all()
     });
     if let Err(e) = result {
         let msg = format!("could not write pg_idgen state file \"{tmp}\": {e}");
-        if elevel == pgrx::PgLogLevel::ERROR {
-            raise(Code::ERRCODE_IO_ERROR, msg, None);
+        if elevel == pgrx::PgLogLevel::LOG {
+            pgrx::log!("{msg}");
+            return false;
         }
-        pgrx::log!("{msg}");
-        return false;
+        crate::errors::raise_at(elevel, Code::ERRCODE_IO_ERROR, msg);
     }
-    let (ctmp, cpath) = (CString::new(tmp).unwrap(), CString::new(path).unwrap());
-    // durable_rename fsyncs the file and its directory: the reservation survives a crash.
-    unsafe { pg_sys::durable_rename(ctmp.as_ptr(), cpath.as_ptr(), elevel as i32) == 0 }
+    let (ctmp, cpath, cdir, cdata) = (cstring(tmp), cstring(path), cstring(dir), cstring(data_dir()));
+    // SAFETY: NUL-terminated paths; fsync_fname and durable_rename report failures themselves
+    // (fsync_fname at data_sync_elevel, as PostgreSQL does for its own files).
+    unsafe {
+        if created {
+            pg_sys::fsync_fname(cdir.as_ptr(), true);
+            pg_sys::fsync_fname(cdata.as_ptr(), true);
+        }
+        // durable_rename fsyncs the file and its directory: the reservation survives a crash.
+        pg_sys::durable_rename(ctmp.as_ptr(), cpath.as_ptr(), elevel as i32) == 0
+    }
 }
 
-/// At postmaster exit or crash reinitialization no backend runs: record for each worker the
-/// tick just after its last issued id, so a restart does not jump ahead by the reservation.
+fn cstring(s: String) -> CString {
+    CString::new(s).unwrap_or_default()
+}
+
+/// At a clean postmaster shutdown no backend runs: record for each worker the tick just after
+/// its last issued id, so a restart does not jump ahead by the reservation. Not after a crash
+/// (`code != 0`, the crash-restart cycle): shared memory is then not trusted, as
+/// pg_stat_statements refuses to dump it; the file already covers every id issued.
 #[pg_guard]
-unsafe extern "C-unwind" fn persist_at_exit(_code: i32, _arg: pg_sys::Datum) {
+unsafe extern "C-unwind" fn persist_at_exit(code: i32, _arg: pg_sys::Datum) {
+    // SAFETY: runs in the postmaster (IsUnderPostmaster is false) with no backend left.
     unsafe {
-        if pg_sys::IsUnderPostmaster || SHARED.is_null() {
+        if code != 0 || pg_sys::IsUnderPostmaster || SHARED.is_null() {
             return;
         }
         let sh = &*SHARED;
@@ -395,7 +475,7 @@ unsafe extern "C-unwind" fn persist_at_exit(_code: i32, _arg: pg_sys::Datum) {
             let reserved = slot.ws.reserved.load(Ordering::Acquire);
             slot.ws.reserved.store((last + 1).min(reserved), Ordering::Release);
         }
-        write_state_file(sh, layout, None, pgrx::PgLogLevel::LOG);
+        write_state_file(sh, layout, Override::None, pgrx::PgLogLevel::LOG);
         SHARED = std::ptr::null_mut();
     }
 }
@@ -407,7 +487,11 @@ pub fn accept_layout() -> bool {
     let _guard = LockGuard::exclusive(sh);
     let was = sh.layout_mismatch.load(Ordering::Relaxed);
     set_persisted_layout(sh, &layout.canonical());
-    write_state_file(sh, layout, None, pgrx::PgLogLevel::ERROR);
+    write_state_file(sh, layout, Override::None, pgrx::PgLogLevel::ERROR);
     sh.layout_mismatch.store(false, Ordering::Relaxed);
+    drop(_guard);
+    if was {
+        crate::layouts::warn_dependents_of_server_layout();
+    }
     was
 }
