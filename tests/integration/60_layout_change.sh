@@ -13,7 +13,7 @@ check_match "the state file records the default layout" "$(cat "$state")" "layou
 
 # Clean restart, same layout: continues above, and not a whole reservation window ahead.
 "$CLUSTER" stop lc fast >/dev/null
-check_match "clean shutdown persisted the exact last time" "$(cat "$state")" "^pg_idgen snowflake state 1"
+check_match "clean shutdown persisted the exact last time" "$(cat "$state")" "^pg_idgen snowflake state 2"
 cluster_start lc 28947 -c pg_idgen.reserve_ms=600000
 after=$(q lc "SELECT snowflake_next()")
 check "clean restart: first id above the last one before" "$after" -gt "$before"
@@ -30,8 +30,8 @@ check "uid_decode still works while generation is refused (same widths: worker 1
 q lc "CREATE ROLE app LOGIN" >/dev/null
 expect_sql_error lc 42501 "permission denied" "SET ROLE app; SELECT snowflake_accept_layout()"
 accepted=$("$CLUSTER" psql lc -At -c "SELECT snowflake_accept_layout()" 2>&1)
-check_match "a superuser confirms the new layout" "$accepted" '(^|\n)t$'
-check_match "the confirmation names the index computed with the old layout" "$accepted" 'WARNING: .*index byday_at .*REINDEX'
+check "a superuser confirms the new layout" "$(tail -1 <<<"$accepted")" == "t"
+check_match "the confirmation names the index computed with the old layout" "$accepted" 'WARNING: .*index (public\.)?byday_at.*REINDEX'
 q lc "DROP TABLE byday" >/dev/null
 check "confirming twice reports nothing left to confirm" "$(q lc "SELECT snowflake_accept_layout()")" == "f"
 tw=$(q lc "SELECT snowflake_next()")

@@ -14,13 +14,13 @@ set -euo pipefail
 C=it_seg_hard
 cluster_start "$C" 28976
 q "$C" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
-      "SELECT segment_create('fw', 10)" "CREATE TABLE seen (v bigint)" >/dev/null
+      "SELECT segment_create('fw', 10, 0)" "CREATE TABLE seen (v bigint)" >/dev/null
 take() { q "$C" "INSERT INTO seen SELECT segment_next('$1') FROM generate_series(1, $2) RETURNING v" | sort -n | tail -1; }
 hwm() { q "$C" "SELECT persisted_hwm FROM segment_status WHERE tag = '$1'"; }
 
 # ---- A ----
 top=$(take fw 25)
-check "A: 25 values" "$top" -eq 25
+check "A: 25 values, 0 .. 24 (chunks of 10 from 0)" "$top" -eq 24
 check "A: set up to 1000" "$(q "$C" "SELECT segment_set('fw', 1000)")" -eq 1000
 check "A: hwm right after the set" "$(hwm fw)" -eq 999
 expect_sql_error "$C" 22023 "forward" "SELECT segment_set('fw', 2)"
