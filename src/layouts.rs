@@ -35,6 +35,7 @@ unsafe extern "C-unwind" fn on_relcache_invalidation(_arg: pg_sys::Datum, _relid
 }
 
 pub fn init() {
+    // SAFETY: registered once per backend from _PG_init; the callback only clears caches.
     unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(on_relcache_invalidation), pg_sys::Datum::from(0)) };
 }
 

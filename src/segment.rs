@@ -118,6 +118,7 @@ fn shmem_size() -> usize {
 
 /// From the shared-memory request hook: space for the table and its lock tranche.
 pub unsafe fn request_shmem() {
+    // SAFETY: called from the shmem request hook in the postmaster, as PostgreSQL requires.
     unsafe {
         pg_sys::RequestAddinShmemSpace(shmem_size());
         pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), (capacity_setting() + 1) as i32);
@@ -126,6 +127,8 @@ pub unsafe fn request_shmem() {
 
 /// From the shared-memory startup hook, with AddinShmemInitLock held: create or attach the table.
 pub unsafe fn attach_shmem() {
+    // SAFETY: called from the shmem startup hook with AddinShmemInitLock held; the table is
+    // created once (zeroed = all entries free) and its locks and condition variables set up.
     unsafe {
         let mut found = false;
         let base = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), shmem_size(), &mut found).cast::<u8>();
@@ -147,6 +150,7 @@ pub unsafe fn attach_shmem() {
 }
 
 fn header() -> *mut Header {
+    // SAFETY: HEADER is set once at startup and never changes; null means not preloaded.
     let h = unsafe { HEADER };
     if h.is_null() {
         crate::errors::not_preloaded();
@@ -178,6 +182,7 @@ impl Held {
         Held::lock_mode(0, pg_sys::LWLockMode::LW_SHARED)
     }
     fn lock_mode(i: usize, mode: pg_sys::LWLockMode::Type) -> LockGuard {
+        // SAFETY: `i` <= capacity; the tranche has capacity + 1 locks (see request_shmem).
         LockGuard::acquire(unsafe { &raw mut (*(*header()).locks.add(i)).lock }, mode)
     }
 }
@@ -282,6 +287,7 @@ fn read_config(tag: &str) -> Option<TagConfig> {
 }
 
 unsafe fn entry_matches(e: *const Entry, db: pg_sys::Oid, tag: &[u8]) -> bool {
+    // SAFETY: identity fields are read under the table lock; `e` is a valid entry.
     unsafe {
         let e = &*e;
         e.in_use && e.dbid == db && &e.tag[..e.tag_len] == tag
@@ -292,6 +298,7 @@ unsafe fn entry_matches(e: *const Entry, db: pg_sys::Oid, tag: &[u8]) -> bool {
 fn find_or_claim(tag: &str) -> (usize, u64) {
     let h = header();
     let db = my_db();
+    // SAFETY: `h` is the live header; capacity never changes after startup.
     let cap = unsafe { (*h).capacity };
     for _attempt in 0..3 {
         {
@@ -339,6 +346,7 @@ fn find_or_claim(tag: &str) -> (usize, u64) {
 /// existence is checked in the syscache (the current catalog state, not the caller's snapshot).
 fn reclaim_dropped_databases() -> bool {
     let h = header();
+    // SAFETY: as above.
     let cap = unsafe { (*h).capacity };
     let mut in_table: Vec<pg_sys::Oid> = {
         let _t = Held::table_shared();
@@ -409,11 +417,13 @@ fn release_claim(idx: usize, gen: u64) {
 fn claim(tag: &str, cfg: &TagConfig) -> Option<(usize, u64)> {
     let h = header();
     let db = my_db();
+    // SAFETY: as above.
     let cap = unsafe { (*h).capacity };
     let _t = Held::table();
     let found = (0..cap).find_map(|i| {
         let _g = Held::entry(i);
         let e = entry_ptr(i);
+        // SAFETY: identity fields are read under the table and entry locks.
         unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation)) }
     });
     if found.is_some() {
@@ -422,6 +432,8 @@ fn claim(tag: &str, cfg: &TagConfig) -> Option<(usize, u64)> {
     for i in 0..cap {
         let _g = Held::entry(i);
         let e = entry_ptr(i);
+        // SAFETY: the table lock is held exclusively and the entry lock too: the entry may be
+        // rewritten whole (see the protocol); its condition variable lives outside it.
         unsafe {
             if (*e).in_use {
                 continue;
@@ -463,14 +475,17 @@ fn claim(tag: &str, cfg: &TagConfig) -> Option<(usize, u64)> {
 /// Releases the entry of (db, tag) if it is in shared memory: its cached values are dropped
 /// (gaps) and backends holding its index see the generation change.
 fn release(db: pg_sys::Oid, tag: &str) {
+    // SAFETY: HEADER is set once at startup.
     if unsafe { HEADER.is_null() } {
         return;
     }
     let h = header();
     let _t = Held::table();
+    // SAFETY: as above.
     for i in 0..unsafe { (*h).capacity } {
         let _g = Held::entry(i);
         let e = entry_ptr(i);
+        // SAFETY: identity fields are written with both the table and the entry lock held.
         unsafe {
             if entry_matches(e, db, tag.as_bytes()) {
                 (*e).in_use = false;
@@ -559,7 +574,7 @@ fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Seg
 /// whatever else it held) and is returned, so the caller decides whether to rethrow it.
 fn in_subtransaction<T>(
     f: impl FnOnce() -> T + std::panic::UnwindSafe,
-) -> Result<T, pgrx::pg_sys::panic::CaughtError> {
+) -> Result<T, Box<pgrx::pg_sys::panic::CaughtError>> {
     // SAFETY: the standard internal-subtransaction protocol (see plpgsql's exec_stmt_block): save
     // the memory context and resource owner, begin, run, then release or roll back and restore.
     unsafe {
@@ -567,7 +582,7 @@ fn in_subtransaction<T>(
         let owner = pg_sys::CurrentResourceOwner;
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
         pg_sys::MemoryContextSwitchTo(cxt);
-        let result = pgrx::PgTryBuilder::new(move || Ok(f())).catch_others(Err).execute();
+        let result = pgrx::PgTryBuilder::new(move || Ok(f())).catch_others(|e| Err(Box::new(e))).execute();
         match result {
             Ok(_) => pg_sys::ReleaseCurrentSubTransaction(),
             Err(_) => {
@@ -611,7 +626,7 @@ fn refill(idx: usize, gen: u64, sync: bool) {
                     e.ahead_failed = true;
                 }
             });
-            let cancelled = matches!(&error, pgrx::pg_sys::panic::CaughtError::PostgresError(r)
+            let cancelled = matches!(&*error, pgrx::pg_sys::panic::CaughtError::PostgresError(r)
                 if matches!(r.sql_error_code(), Code::ERRCODE_QUERY_CANCELED | Code::ERRCODE_ADMIN_SHUTDOWN));
             if sync || cancelled {
                 error.rethrow();
@@ -714,12 +729,15 @@ static mut CACHE_NEXT: usize = 0;
 #[inline]
 #[allow(clippy::deref_addrof)] // `&raw` keeps clear of references to a `static mut`
 fn cache_get(tag: &[u8]) -> Option<(usize, u64)> {
+    // SAFETY: the backend is single-threaded and only segment_next uses the cache; no reference
+    // to it outlives this function.
     let cache = unsafe { &*(&raw const CACHE) };
     cache.iter().find(|c| c.len == tag.len() && c.tag[..c.len] == *tag).map(|c| (c.idx, c.gen))
 }
 
 #[allow(clippy::deref_addrof)]
 fn cache_put(tag: &[u8], idx: usize, gen: u64) {
+    // SAFETY: as in `cache_get`.
     let cache = unsafe { &mut *(&raw mut CACHE) };
     let slot = match cache.iter().position(|c| c.len == tag.len() && c.tag[..c.len] == *tag) {
         Some(i) => i,
@@ -765,6 +783,8 @@ pub extern "C" fn pg_finfo_pg_idgen_segment_next() -> &'static pg_sys::Pg_finfo_
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn pg_idgen_segment_next(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: `fcinfo` is PostgreSQL's call frame for a STRICT one-argument function: its
+    // first argument is a non-NULL text datum.
     unsafe {
         let arg = (*fcinfo).args.as_slice(1)[0].value;
         pg_sys::Datum::from(next_value(text_bytes(arg)))
@@ -796,6 +816,7 @@ fn next_value(tag: &[u8]) -> i64 {
     if unsafe { raw::recovery_in_progress() } {
         check_not_standby();
     }
+    // SAFETY: HEADER is set once at startup.
     let h = unsafe { HEADER };
     if h.is_null() {
         crate::errors::not_preloaded();
@@ -810,6 +831,8 @@ fn next_value(tag: &[u8]) -> i64 {
             cache_put(tag, idx, gen);
         }
         // (value, refill now, another backend's refill is in flight)
+        // SAFETY: `idx` < capacity; the entry lock is taken before and released after every access to
+        // the entry's mutable fields, and nothing between can raise an ERROR (plain arithmetic).
         let taken = unsafe {
             let lock = &raw mut (*(*h).locks.add(idx + 1)).lock;
             raw::lwlock_acquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
@@ -1191,6 +1214,7 @@ fn segment_status_shmem() -> TableIterator<
     ),
 > {
     let mut rows = Vec::new();
+    // SAFETY: HEADER is set once at startup; each entry is copied under its own lock.
     if unsafe { !HEADER.is_null() } {
         let db = my_db();
         for i in 0..unsafe { (*HEADER).capacity } {

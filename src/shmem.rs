@@ -304,6 +304,8 @@ pub struct LockGuard(*mut pg_sys::LWLock);
 impl LockGuard {
     /// Waits for `lock` in `mode`.
     pub fn acquire(lock: *mut pg_sys::LWLock, mode: pg_sys::LWLockMode::Type) -> LockGuard {
+        // SAFETY: `lock` points to an LWLock in shared memory; an ERROR while it is held releases it
+        // as part of abort (LWLockReleaseAll), and Drop checks LWLockHeldByMe.
         unsafe { pg_sys::LWLockAcquire(lock, mode) };
         LockGuard(lock)
     }
@@ -311,6 +313,7 @@ impl LockGuard {
         LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE)
     }
     pub fn try_exclusive(sh: &Shared) -> Option<LockGuard> {
+        // SAFETY: as in `acquire`.
         unsafe { pg_sys::LWLockConditionalAcquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE) }
             .then(|| LockGuard(sh.lock))
     }
@@ -319,6 +322,7 @@ impl LockGuard {
 impl Drop for LockGuard {
     fn drop(&mut self) {
         // After an ERROR, abort processing may already have released every LWLock.
+        // SAFETY: releases only a lock this backend holds.
         unsafe {
             if pg_sys::LWLockHeldByMe(self.0) {
                 pg_sys::LWLockRelease(self.0);
