@@ -321,6 +321,9 @@ impl LockGuard {
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            return; // an ERROR is unwinding: (sub)transaction abort releases every LWLock
+        }
         // After an ERROR, abort processing may already have released every LWLock.
         // SAFETY: releases only a lock this backend holds.
         unsafe {
