@@ -27,9 +27,31 @@ thread_local! {
     static SCHEMA: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
-/// Drops the cached schema (called from the relcache invalidation callback).
-pub fn invalidate() {
+/// The per-backend caches of the other modules, dropped with the schema on every relcache
+/// invalidation. Set once by [`init`].
+static mut INVALIDATORS: &[fn()] = &[];
+
+/// Registers the relcache callback that drops the caches of catalog contents: the schema here and
+/// `invalidators` (custom layouts, the stored worker id). Called from `_PG_init` in every backend.
+pub fn init(invalidators: &'static [fn()]) {
+    // SAFETY: _PG_init runs once per process before any SQL; the callback only clears caches.
+    unsafe {
+        INVALIDATORS = invalidators;
+        pg_sys::CacheRegisterRelcacheCallback(Some(on_relcache_invalidation), pg_sys::Datum::from(0));
+    }
+}
+
+/// Relcache callback: an invalidation of one of the extension's tables (or a full reset) empties
+/// every per-backend cache of their contents. The tables' OIDs are not known without a catalog
+/// lookup, which a callback must not do; the caches are tiny and cheap to refill, so any
+/// invalidation drops them.
+#[pg_guard]
+unsafe extern "C-unwind" fn on_relcache_invalidation(_arg: pg_sys::Datum, _relid: pg_sys::Oid) {
     let _ = SCHEMA.try_with(|c| c.borrow_mut().take());
+    // SAFETY: INVALIDATORS is written once in `init`, before this callback can run.
+    for invalidate in unsafe { INVALIDATORS } {
+        invalidate();
+    }
 }
 
 /// The OID of the namespace pg_idgen is installed in, or `None` when it is not installed in
@@ -274,5 +296,37 @@ pub fn can_read_all_stats() -> bool {
         let me = pg_sys::GetUserId();
         pg_sys::superuser()
             || pg_sys::has_privs_of_role(me, pg_sys::Oid::from(pg_sys::ROLE_PG_READ_ALL_STATS))
+    }
+}
+
+#[unsafe(no_mangle)]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo_pg_idgen_catalog_changed() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+/// Statement trigger on pg_idgen's catalog tables: every backend drops its cached copies at
+/// commit, whoever changed the table and however (functions, DML, pg_restore). A plain V1
+/// function (declared in the SQL below) so that a direct call gets the proper 39P01, not a
+/// wrapper's internal error; EXECUTE is revoked from PUBLIC (triggers fire regardless).
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn pg_idgen_catalog_changed(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: `fcinfo` is PostgreSQL's call frame; `context` is a TriggerData node exactly when
+    // the function is called by the trigger manager (CALLED_AS_TRIGGER).
+    unsafe {
+        let context = (*fcinfo).context;
+        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+            raise(
+                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                "pg_idgen_catalog_changed() can only be called as a trigger",
+                None,
+            );
+        }
+        let data = context.cast::<pg_sys::TriggerData>();
+        pg_sys::CacheInvalidateRelcacheByRelid((*(*data).tg_relation).rd_id);
+        // A statement trigger returns a NULL pointer (not an SQL NULL: that is an error).
+        pg_sys::Datum::from(0)
     }
 }

@@ -1,20 +1,20 @@
-//! The SQL surface of layouts and decoding: `uid_decode`, `snowflake_at`, `uid_compose`,
-//! `snowflake_layout`, and the catalog of custom layouts (`pg_idgen_layouts`,
-//! `uid_layout_register`, `uid_layout_drop`, `uid_layouts`). None of this needs shared memory:
-//! it works without preloading.
+//! The catalog of layouts: resolving a layout name (the server's, a built-in one, or a custom one
+//! from `pg_idgen_layouts`), `uid_layout_register`, `uid_layout_drop`, `uid_layouts`, and the
+//! warning about objects computed with a previous server layout. Works without preloading.
 //!
 //! Custom layouts are read from the catalog table with SPI once per backend and cached; a
 //! statement trigger on the table sends a relcache invalidation for it on every change, and the
-//! relcache callback registered in `_PG_init` empties the cache in every backend.
+//! relcache callback (`catalog`) empties the cache in every backend. The DDL is in
+//! `sql/layouts.sql`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use pg_idgen_core::{FieldOrder, Layout, LayoutError, Parts, NAMED_LAYOUTS};
-use pgrx::pg_sys;
+use pg_idgen_core::{FieldOrder, Layout, LayoutError, NAMED_LAYOUTS};
 use pgrx::prelude::*;
 
 use crate::catalog::{extension_schema, prevent_during_recovery, PinnedSearchPath};
+use crate::clock::{ms_to_timestamptz, timestamptz_to_ms};
 use crate::errors::{self, raise, required, Code};
 use crate::gucs;
 
@@ -23,20 +23,9 @@ thread_local! {
     static CUSTOM: RefCell<HashMap<String, Layout>> = RefCell::new(HashMap::new());
 }
 
-/// Relcache callback: an invalidation of one of our catalog tables (or a full reset) empties
-/// the per-backend caches of custom layouts and of the stored worker id.
-#[pg_guard]
-unsafe extern "C-unwind" fn on_relcache_invalidation(_arg: pg_sys::Datum, _relid: pg_sys::Oid) {
-    // The tables' oids are not known without a catalog lookup, which a callback must not do;
-    // both caches are tiny and cheap to refill, so any invalidation drops them.
+/// Drops the cached custom layouts (on any relcache invalidation, see `catalog`).
+pub fn invalidate() {
     let _ = CUSTOM.try_with(|c| c.borrow_mut().clear());
-    crate::catalog::invalidate();
-    crate::worker::invalidate();
-}
-
-pub fn init() {
-    // SAFETY: registered once per backend from _PG_init; the callback only clears caches.
-    unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(on_relcache_invalidation), pg_sys::Datum::from(0)) };
 }
 
 /// A layout by name: the server's (`server`), a named one, or a custom one from the catalog.
@@ -118,194 +107,6 @@ fn corrupt_layout(name: &str, what: &str) -> ! {
     )
 }
 
-/// Unix milliseconds of PostgreSQL's epoch, 2000-01-01T00:00:00Z.
-const PG_EPOCH_UNIX_MS: i64 = 946_684_800_000;
-
-/// The system clock (`CLOCK_REALTIME`) in Unix milliseconds. Called once per generated id, so
-/// it goes to `clock_gettime` directly: `SystemTime::now()` and its `Duration` arithmetic cost a
-/// third more here (and libfaketime intercepts both alike).
-#[inline]
-pub fn now_unix_ms() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: CLOCK_REALTIME cannot fail with a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
-}
-
-/// A monotonic clock in milliseconds (`CLOCK_MONOTONIC`), for deadlines: a step of the system
-/// clock must not stretch or shorten a wait.
-#[inline]
-pub fn monotonic_ms() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: CLOCK_MONOTONIC cannot fail with a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
-}
-
-pub fn ms_to_timestamptz(unix_ms: i64) -> TimestampWithTimeZone {
-    let us = (unix_ms as i128 - PG_EPOCH_UNIX_MS as i128) * 1000;
-    i64::try_from(us).ok().and_then(|us| TimestampWithTimeZone::try_from(us).ok()).unwrap_or_else(|| {
-        raise(
-            Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            format!("{unix_ms} ms since 1970 is out of range for timestamptz"),
-            None,
-        )
-    })
-}
-
-pub fn timestamptz_to_ms(ts: TimestampWithTimeZone) -> i64 {
-    if !ts.is_finite() {
-        raise(Code::ERRCODE_DATETIME_FIELD_OVERFLOW, "timestamp must be finite", None);
-    }
-    let us: i64 = ts.into();
-    us.div_euclid(1000) + PG_EPOCH_UNIX_MS
-}
-
-fn tick_of(layout: &Layout, ts: TimestampWithTimeZone) -> u64 {
-    layout.checked_tick(timestamptz_to_ms(ts)).unwrap_or_else(|_| {
-        raise(
-            Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-            format!(
-                "timestamp is outside the time range of layout \"{}\" ({} .. {})",
-                layout.name,
-                fmt_ms(layout.epoch_ms as i128),
-                fmt_ms(layout.tick_to_unix_ms(layout.max_time() + 1))
-            ),
-            None,
-        )
-    })
-}
-
-fn fmt_ms(ms: i128) -> String {
-    pg_idgen_core::layout::format_unix_ms(ms)
-}
-
-fn worker_arg(layout: &Layout, worker: Option<i32>) -> u64 {
-    match worker {
-        None => 0,
-        Some(w) if w >= 0 && w as u64 <= layout.max_worker() => w as u64,
-        Some(w) => raise(
-            Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-            format!(
-                "worker id {w} is out of range for layout \"{}\" (0 .. {})",
-                layout.name,
-                layout.max_worker()
-            ),
-            None,
-        ),
-    }
-}
-
-fn decode_with(layout: &Layout, id: i64) -> (TimestampWithTimeZone, i32, i32, Parts) {
-    let p = layout.decode(id).unwrap_or_else(|e| {
-        let what = format!("{e} (layout \"{}\")", layout.name);
-        match e {
-            pg_idgen_core::IdError::Negative(_) | pg_idgen_core::IdError::TooWide(_) => {
-                raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, what, None)
-            }
-            _ => raise(Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, what, None),
-        }
-    });
-    // A custom layout with a long unit can reach past what a timestamptz holds: never truncate.
-    let ms = i64::try_from(layout.tick_to_unix_ms(p.time)).unwrap_or_else(|_| {
-        raise(
-            Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            format!("the time of id {id} in layout \"{}\" is out of range for timestamptz", layout.name),
-            None,
-        )
-    });
-    (ms_to_timestamptz(ms), p.worker as i32, p.sequence as i32, p)
-}
-
-/// Splits an id of the server's layout into its time (ms precision), worker id and sequence.
-/// IMMUTABLE although it reads `pg_idgen.layout`: that setting is fixed while the server runs
-/// and a change is refused until `snowflake_accept_layout()`, which warns about every index that
-/// depends on these functions (see README, "Volatility").
-#[pg_extern(immutable, parallel_safe, strict)]
-fn uid_decode(
-    id: i64,
-) -> TableIterator<'static, (name!(ts, TimestampWithTimeZone), name!(worker_id, i32), name!(sequence, i32))> {
-    let (ts, worker, sequence, _) = decode_with(gucs::layout(), id);
-    TableIterator::once((ts, worker, sequence))
-}
-
-/// Splits an id of any layout: a named one (`twitter`, `discord`, `sonyflake`, ...), a custom
-/// one from `pg_idgen_layouts`, or `server`. `worker_high`/`worker_low` are the two halves of a
-/// split machine field (Twitter datacenter/worker, Discord worker/process), else NULL.
-#[pg_extern(stable, parallel_safe, strict, name = "uid_decode")]
-#[allow(clippy::type_complexity)]
-fn uid_decode_layout(
-    id: i64,
-    layout: &str,
-) -> TableIterator<
-    'static,
-    (
-        name!(ts, TimestampWithTimeZone),
-        name!(worker_id, i32),
-        name!(sequence, i32),
-        name!(worker_high, Option<i32>),
-        name!(worker_low, Option<i32>),
-    ),
-> {
-    let layout = resolve(layout);
-    let (ts, worker, sequence, p) = decode_with(&layout, id);
-    let split = layout.split_worker(p.worker);
-    TableIterator::once((ts, worker, sequence, split.map(|s| s.0 as i32), split.map(|s| s.1 as i32)))
-}
-
-/// The smallest id of the server's layout whose time is `ts` (and whose worker is `worker_id`,
-/// 0 if omitted): a bound for range scans, `WHERE id >= snowflake_at(now() - interval '1 day')`.
-/// A NULL `worker_id` means 0. IMMUTABLE, as `uid_decode(id)`: constant-folded at planning,
-/// so partition pruning and postgres_fdw see the bounds.
-#[pg_extern(immutable, parallel_safe)]
-fn snowflake_at(ts: Option<TimestampWithTimeZone>, worker_id: default!(Option<i32>, "NULL")) -> Option<i64> {
-    Some(at_with(gucs::layout(), ts?, worker_id))
-}
-
-/// `snowflake_at` for ids of any layout (see `uid_decode(id, layout)`).
-#[pg_extern(stable, parallel_safe, name = "snowflake_at")]
-fn snowflake_at_layout(
-    ts: Option<TimestampWithTimeZone>,
-    worker_id: Option<i32>,
-    layout: Option<&str>,
-) -> Option<i64> {
-    let (ts, layout) = (ts?, layout?);
-    Some(at_with(&resolve(layout), ts, worker_id))
-}
-
-fn at_with(layout: &Layout, ts: TimestampWithTimeZone, worker_id: Option<i32>) -> i64 {
-    let parts = Parts { time: tick_of(layout, ts), worker: worker_arg(layout, worker_id), sequence: 0 };
-    layout.encode(parts).unwrap_or_else(|e| errors::id_error(e))
-}
-
-/// Composes an id of the server's layout from its parts; the inverse of `uid_decode`.
-/// IMMUTABLE, as `uid_decode(id)`.
-#[pg_extern(immutable, parallel_safe, strict)]
-fn uid_compose(ts: TimestampWithTimeZone, worker_id: i32, sequence: i32) -> i64 {
-    compose_with(gucs::layout(), ts, worker_id, sequence)
-}
-
-/// Composes an id of any layout; the inverse of `uid_decode(id, layout)`.
-#[pg_extern(stable, parallel_safe, strict, name = "uid_compose")]
-fn uid_compose_layout(ts: TimestampWithTimeZone, worker_id: i32, sequence: i32, layout: &str) -> i64 {
-    compose_with(&resolve(layout), ts, worker_id, sequence)
-}
-
-fn compose_with(layout: &Layout, ts: TimestampWithTimeZone, worker_id: i32, sequence: i32) -> i64 {
-    if sequence < 0 {
-        errors::id_error(pg_idgen_core::IdError::SequenceOutOfRange {
-            sequence: sequence as i64,
-            max: layout.max_sequence(),
-        });
-    }
-    let parts = Parts {
-        time: tick_of(layout, ts),
-        worker: worker_arg(layout, Some(worker_id)),
-        sequence: sequence as u64,
-    };
-    layout.encode(parts).unwrap_or_else(|e| errors::id_error(e))
-}
-
 /// After an accepted layout change: warns about every object of this database whose stored
 /// expression calls a function that decodes or composes with the server's layout (expression
 /// indexes, generated columns, defaults, constraints, views): they were computed with the old
@@ -344,62 +145,6 @@ pub fn warn_dependents_of_server_layout() {
         );
     }
 }
-
-/// The server's generation layout.
-#[pg_extern(stable, parallel_safe)]
-#[allow(clippy::type_complexity)]
-fn snowflake_layout() -> TableIterator<
-    'static,
-    (
-        name!(name, String),
-        name!(spec, String),
-        name!(epoch, TimestampWithTimeZone),
-        name!(unit_ms, i64),
-        name!(time_bits, i32),
-        name!(worker_bits, i32),
-        name!(sequence_bits, i32),
-        name!(max_worker_id, i64),
-        name!(max_sequence, i64),
-        name!(time_field_ends, TimestampWithTimeZone),
-    ),
-> {
-    let l = gucs::layout();
-    let ends = l.tick_to_unix_ms(l.max_time() + 1).min(i64::MAX as i128 / 2) as i64;
-    TableIterator::once((
-        l.name.clone(),
-        l.canonical(),
-        ms_to_timestamptz(l.epoch_ms),
-        l.unit_ms,
-        l.time_bits as i32,
-        l.worker_bits as i32,
-        l.sequence_bits as i32,
-        l.max_worker() as i64,
-        l.max_sequence() as i64,
-        ms_to_timestamptz(ends),
-    ))
-}
-
-extension_sql!(
-    r#"
-CREATE TABLE pg_idgen_layouts (
-    name            text PRIMARY KEY CHECK (name ~ '^[a-z][a-z0-9_]{0,62}$'),
-    epoch           timestamptz NOT NULL,
-    unit_ms         integer NOT NULL,
-    time_bits       integer NOT NULL,
-    worker_bits     integer NOT NULL,
-    sequence_bits   integer NOT NULL,
-    field_order     text NOT NULL DEFAULT 'worker_sequence'
-                    CHECK (field_order IN ('worker_sequence', 'sequence_worker')),
-    worker_low_bits integer,
-    created_at      timestamptz NOT NULL DEFAULT now(),
-    created_by      name NOT NULL DEFAULT current_user
-);
-COMMENT ON TABLE pg_idgen_layouts IS 'custom id layouts for uid_decode/uid_compose/snowflake_at (pg_idgen); change with uid_layout_register/uid_layout_drop';
-SELECT pg_catalog.pg_extension_config_dump('pg_idgen_layouts', '');
-GRANT SELECT ON pg_idgen_layouts TO PUBLIC;
-"#,
-    name = "layouts_table",
-);
 
 /// Registers a custom layout for decoding ids of another system (superuser by default; GRANT
 /// EXECUTE and INSERT on pg_idgen_layouts to delegate). Widths must add up to 63 (or 64, the
@@ -609,50 +354,3 @@ fn uid_layouts() -> TableIterator<
         .collect();
     TableIterator::new(rows)
 }
-
-#[unsafe(no_mangle)]
-#[doc(hidden)]
-pub extern "C" fn pg_finfo_pg_idgen_catalog_changed() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
-
-/// Statement trigger on pg_idgen's catalog tables: every backend drops its cached copies at
-/// commit, whoever changed the table and however (functions, DML, pg_restore). A plain V1
-/// function (declared in the SQL below) so that a direct call gets the proper 39P01, not a
-/// wrapper's internal error; EXECUTE is revoked from PUBLIC (triggers fire regardless).
-#[unsafe(no_mangle)]
-#[pg_guard]
-pub unsafe extern "C-unwind" fn pg_idgen_catalog_changed(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    // SAFETY: `fcinfo` is PostgreSQL's call frame; `context` is a TriggerData node exactly when
-    // the function is called by the trigger manager (CALLED_AS_TRIGGER).
-    unsafe {
-        let context = (*fcinfo).context;
-        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
-            raise(
-                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-                "pg_idgen_catalog_changed() can only be called as a trigger",
-                None,
-            );
-        }
-        let data = context.cast::<pg_sys::TriggerData>();
-        pg_sys::CacheInvalidateRelcacheByRelid((*(*data).tg_relation).rd_id);
-        // A statement trigger returns a NULL pointer (not an SQL NULL: that is an error).
-        pg_sys::Datum::from(0)
-    }
-}
-
-extension_sql!(
-    r#"
-CREATE FUNCTION pg_idgen_catalog_changed() RETURNS trigger
-    LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_catalog_changed';
-REVOKE ALL ON FUNCTION pg_idgen_catalog_changed() FROM PUBLIC;
-CREATE TRIGGER pg_idgen_layouts_changed
-    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_idgen_layouts
-    FOR EACH STATEMENT EXECUTE FUNCTION pg_idgen_catalog_changed();
-REVOKE ALL ON FUNCTION uid_layout_register(text, timestamptz, integer, integer, integer, integer, text, integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION uid_layout_drop(text) FROM PUBLIC;
-"#,
-    name = "layouts_trigger",
-    requires = ["layouts_table", uid_layout_register, uid_layout_drop],
-);

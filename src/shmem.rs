@@ -26,30 +26,22 @@
 //! * Statistics counters are relaxed atomics: exact counts, no ordering promised between them.
 
 use std::cell::{Cell, UnsafeCell};
-use std::ffi::CString;
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use pg_idgen_core::generator::{reservation_end, state_before_tick, state_tick};
-use pg_idgen_core::{Layout, StateFile, WorkerState};
+use pg_idgen_core::generator::{reservation_end, state_before_tick};
+use pg_idgen_core::{Layout, WorkerState};
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 
 use crate::errors::{raise, Code};
 use crate::gucs;
+use crate::lock::LockGuard;
+use crate::state_file::{write_state_file, Override};
 
 /// How many distinct worker ids one instance can generate for between two restarts (logical
 /// shards on one server). A restart frees every slot whose reservation has passed.
 pub const MAX_WORKER_SLOTS: usize = 256;
 const SHMEM_NAME: &std::ffi::CStr = c"pg_idgen snowflake state";
 const TRANCHE_NAME: &std::ffi::CStr = c"pg_idgen";
-/// `AddinShmemInitLock` is `&MainLWLockArray[21].lock` (lwlocknames.h, PostgreSQL 15–18); the
-/// macro is not in pgrx's bindings, and pgrx's own shared-memory code uses the same index.
-const ADDIN_SHMEM_INIT_LOCK: usize = 21;
-/// Directory under the data directory holding pg_idgen's files.
-pub const STATE_DIR: &str = "pg_idgen";
-const STATE_FILE: &str = "pg_idgen/snowflake.state";
-const STATE_TMP: &str = "pg_idgen/snowflake.state.tmp";
 
 #[repr(C, align(128))]
 #[derive(Default)]
@@ -61,68 +53,37 @@ pub struct Slot {
 
 #[repr(C)]
 pub struct Shared {
-    lock: *mut pg_sys::LWLock,
+    pub(crate) lock: *mut pg_sys::LWLock,
     /// The state file was written with another layout than the server's: generation refused
     /// until `snowflake_accept_layout()`.
     pub layout_mismatch: AtomicBool,
     /// Unix ms below which ids of worker ids without a slot may have been issued: reservations
     /// of worker ids that were folded out of the slots at start (their time had passed). A newly
     /// claimed slot starts here. Raised only under `lock`.
-    floor_ms: AtomicI64,
+    pub(crate) floor_ms: AtomicI64,
     /// Canonical text of the layout the state file was written with (NUL-padded). Written only
     /// at startup (no other process yet) and under `lock` by `accept_layout`.
     persisted_layout: UnsafeCell<[u8; 256]>,
     pub slots: [Slot; MAX_WORKER_SLOTS],
 }
 
-static mut SHARED: *mut Shared = std::ptr::null_mut();
-static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
-static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
+pub(crate) static mut SHARED: *mut Shared = std::ptr::null_mut();
 
-pub fn init() {
-    // SAFETY: called once from _PG_init while the postmaster loads the library, before any
-    // other process exists; hooks are chained as PostgreSQL documents.
+/// From the shared-memory request hook: space for the generator state and its lock.
+pub unsafe fn request_shmem() {
+    // SAFETY: called from the request hook in the postmaster.
     unsafe {
-        PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
-        pg_sys::shmem_request_hook = Some(shmem_request);
-        PREV_SHMEM_STARTUP_HOOK = pg_sys::shmem_startup_hook;
-        pg_sys::shmem_startup_hook = Some(shmem_startup);
-    }
-}
-
-/// Calls a hook installed before ours. A C hook reports errors by `siglongjmp`, not by unwinding:
-/// pgrx's FFI guard catches that jump and turns it into a Rust unwind from here, which is why
-/// the `ffi_unwind_calls` lint (denied crate-wide) is allowed on this one call.
-#[allow(ffi_unwind_calls)]
-unsafe fn call_previous_hook(hook: unsafe extern "C-unwind" fn()) {
-    // SAFETY: `hook` was read from PostgreSQL's hook variable in _PG_init and is a valid function.
-    unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| hook()) }
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn shmem_request() {
-    // SAFETY: the previous hook is a C function pointer, called through pgrx's FFI guard so an
-    // ERROR in it becomes a Rust unwind here; the requests are made in the postmaster.
-    unsafe {
-        if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
-            call_previous_hook(prev);
-        }
         pg_sys::RequestAddinShmemSpace(std::mem::size_of::<Shared>());
         pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
-        crate::segment::request_shmem();
     }
 }
 
-#[pg_guard]
-unsafe extern "C-unwind" fn shmem_startup() {
-    // SAFETY: as in `shmem_request`; the structure is created under AddinShmemInitLock, zeroed
-    // memory is a valid `Shared` except for the free markers and the lock set here.
+/// From the startup hook, with AddinShmemInitLock held: creates or attaches the generator
+/// state; true when it was created (then the caller loads the state file).
+pub unsafe fn attach_shmem() -> bool {
+    // SAFETY: zeroed memory is a valid `Shared` except for the free markers and the lock set here;
+    // the structure is created once, under AddinShmemInitLock.
     unsafe {
-        if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
-            call_previous_hook(prev);
-        }
-        let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(ADDIN_SHMEM_INIT_LOCK)).lock;
-        pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let mut found = false;
         let shared = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), std::mem::size_of::<Shared>(), &mut found)
             .cast::<Shared>();
@@ -134,13 +95,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
             }
         }
         SHARED = shared;
-        crate::segment::attach_shmem();
-        pg_sys::LWLockRelease(init_lock);
-        if !found {
-            load_state_file(&*shared);
-            // Persist the exact state when the postmaster shuts down cleanly.
-            pg_sys::on_shmem_exit(Some(persist_at_exit), pg_sys::Datum::from(0));
-        }
+        !found
     }
 }
 
@@ -157,83 +112,13 @@ pub fn shared() -> &'static Shared {
     }
 }
 
-fn data_dir() -> String {
-    // SAFETY: DataDir is set before libraries are preloaded and never changes.
-    unsafe { std::ffi::CStr::from_ptr(pg_sys::DataDir).to_string_lossy().into_owned() }
-}
-
 /// The tick at or after `unix_ms`, rounded up, within the layout's range.
-fn tick_at_or_after(layout: &Layout, unix_ms: i64) -> u64 {
+pub(crate) fn tick_at_or_after(layout: &Layout, unix_ms: i64) -> u64 {
     let tick = layout.unix_ms_to_tick(unix_ms.saturating_add(layout.unit_ms - 1)).max(0) as u64;
     tick.min(layout.max_time() + 1)
 }
 
-unsafe fn load_state_file(sh: &Shared) {
-    let layout = gucs::layout();
-    let path = format!("{}/{STATE_FILE}", data_dir());
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            set_persisted_layout(sh, &layout.canonical());
-            let msg = format!(
-                "pg_idgen: no generator state file \"{path}\": snowflake ids start from the system clock"
-            );
-            crate::errors::log_with_hint(
-                &msg,
-                "This is expected on a new cluster. If this data directory issued ids before (pg_upgrade, a file-level copy or a restore that left out pg_idgen/), stop the server and copy pg_idgen/snowflake.state from the old data directory.",
-            );
-            write_state_file(sh, layout, Override::None, pgrx::PgLogLevel::ERROR);
-            return;
-        }
-        // Refusing to start is the only safe answer: without the file, ids could repeat.
-        Err(e) => {
-            raise(Code::ERRCODE_IO_ERROR, format!("could not read pg_idgen state file \"{path}\": {e}"), None)
-        }
-    };
-    let state = StateFile::parse(&text).unwrap_or_else(|e| {
-        raise(
-            Code::ERRCODE_DATA_CORRUPTED,
-            format!("pg_idgen state file \"{path}\" is corrupt: {e}"),
-            Some("Restore it from a backup. Deleting it lets ids restart from the current clock, which is only safe if the clock is later than every id issued."),
-        )
-    });
-    set_persisted_layout(sh, &state.layout);
-    if state.layout != layout.canonical() {
-        sh.layout_mismatch.store(true, Ordering::Relaxed);
-        pgrx::log!(
-            "pg_idgen: state file was written with layout \"{}\", server runs \"{}\"; snowflake_next() is refused until snowflake_accept_layout()",
-            state.layout,
-            layout.canonical()
-        );
-    }
-    // Worker ids whose reservation has passed need no slot: their ids are all in the past, so
-    // the floor (the latest of those reservations) keeps any later id above them. Only worker
-    // ids with a reservation still ahead of the clock get a slot back.
-    let now = crate::layouts::now_unix_ms();
-    let mut floor = state.floor_ms;
-    let mut kept = 0;
-    for &(worker, until_ms) in &state.workers {
-        let slot = (until_ms > now).then(|| claim_slot_locked(sh, worker)).flatten();
-        match slot {
-            Some(slot) => {
-                let tick = tick_at_or_after(layout, until_ms);
-                slot.ws.state.store(state_before_tick(tick, layout.sequence_bits), Ordering::Relaxed);
-                slot.ws.reserved.store(tick, Ordering::Relaxed);
-                kept += 1;
-            }
-            None => floor = floor.max(until_ms),
-        }
-    }
-    sh.floor_ms.store(floor, Ordering::Relaxed);
-    pgrx::log!(
-        "pg_idgen: generator state loaded: {} worker id(s) with a reservation ahead, {} folded into the floor {}",
-        kept,
-        state.workers.len() - kept,
-        pg_idgen_core::layout::format_unix_ms(floor as i128)
-    );
-}
-
-fn set_persisted_layout(sh: &Shared, text: &str) {
+pub(crate) fn set_persisted_layout(sh: &Shared, text: &str) {
     let bytes = text.as_bytes();
     let n = bytes.len().min(255);
     // SAFETY: written only at startup (no other process yet) and under `lock` by accept_layout;
@@ -254,7 +139,7 @@ pub fn persisted_layout(sh: &Shared) -> String {
 
 /// Finds or claims the slot of `worker`. Caller holds `lock` exclusively (or is the only process).
 /// A newly claimed slot starts at the floor.
-fn claim_slot_locked(sh: &Shared, worker: i64) -> Option<&Slot> {
+pub(crate) fn claim_slot_locked(sh: &Shared, worker: i64) -> Option<&Slot> {
     if let Some(s) = sh.slots.iter().find(|s| s.worker_id.load(Ordering::Acquire) == worker) {
         return Some(s);
     }
@@ -282,7 +167,7 @@ pub fn slot_for(worker: i64) -> &'static Slot {
     let idx = match found {
         Some(i) => i,
         None => {
-            let _guard = LockGuard::exclusive(sh);
+            let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
             match claim_slot_locked(sh, worker) {
                 Some(s) => sh.slots.iter().position(|x| std::ptr::eq(x, s)).unwrap_or(0),
                 None => raise(
@@ -297,51 +182,14 @@ pub fn slot_for(worker: i64) -> &'static Slot {
     &sh.slots[idx]
 }
 
-/// Holds an LWLock; released on drop, including while an ERROR unwinds. Used for the generator
-/// lock here and for the segment table's locks.
-pub struct LockGuard(*mut pg_sys::LWLock);
-
-impl LockGuard {
-    /// Waits for `lock` in `mode`.
-    pub fn acquire(lock: *mut pg_sys::LWLock, mode: pg_sys::LWLockMode::Type) -> LockGuard {
-        // SAFETY: `lock` points to an LWLock in shared memory; an ERROR while it is held releases it
-        // as part of abort (LWLockReleaseAll), and Drop checks LWLockHeldByMe.
-        unsafe { pg_sys::LWLockAcquire(lock, mode) };
-        LockGuard(lock)
-    }
-    pub fn exclusive(sh: &Shared) -> LockGuard {
-        LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE)
-    }
-    pub fn try_exclusive(sh: &Shared) -> Option<LockGuard> {
-        // SAFETY: as in `acquire`.
-        unsafe { pg_sys::LWLockConditionalAcquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE) }
-            .then(|| LockGuard(sh.lock))
-    }
-}
-
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            return; // an ERROR is unwinding: (sub)transaction abort releases every LWLock
-        }
-        // After an ERROR, abort processing may already have released every LWLock.
-        // SAFETY: releases only a lock this backend holds.
-        unsafe {
-            if pg_sys::LWLockHeldByMe(self.0) {
-                pg_sys::LWLockRelease(self.0);
-            }
-        }
-    }
-}
-
 /// Extends the reservation of `slot` so that it covers `tick`. With `wait == false` it gives up
 /// if another backend holds the lock (that backend is extending already).
 pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, wait: bool) {
     let sh = shared();
     let _guard = if wait {
-        LockGuard::exclusive(sh)
+        LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE)
     } else {
-        match LockGuard::try_exclusive(sh) {
+        match LockGuard::try_exclusive(sh.lock) {
             Some(g) => g,
             None => return,
         }
@@ -375,7 +223,7 @@ pub fn replay_reservation(worker: i64, until_ms: i64) {
     let sh = shared();
     let layout = gucs::layout();
     let tick = tick_at_or_after(layout, until_ms);
-    let _guard = LockGuard::exclusive(sh);
+    let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
     let Some(slot) = claim_slot_locked(sh, worker) else {
         // No free slot: keep the reservation as the floor of every worker id without a slot.
         if until_ms > sh.floor_ms.load(Ordering::Acquire) {
@@ -392,106 +240,11 @@ pub fn replay_reservation(worker: i64, until_ms: i64) {
     slot.ws.reserved.store(tick, Ordering::Release);
 }
 
-/// A value the state file must carry that shared memory does not hold yet.
-enum Override<'a> {
-    None,
-    Slot(&'a Slot, u64),
-    Floor(i64),
-}
-
-/// Writes the state file: for each worker, the Unix ms below which ids may have been issued, and
-/// the floor. At ERROR (or PANIC) level a failure aborts the caller; at LOG level (postmaster
-/// exit) it is only logged. The file is written to a temporary name, fsync'd, and renamed with
-/// `durable_rename` (which fsyncs the directory); a newly created `pg_idgen/` is fsync'd with
-/// the data directory.
-fn write_state_file(sh: &Shared, layout: &Layout, over: Override<'_>, elevel: pgrx::PgLogLevel) -> bool {
-    let mut state = StateFile {
-        layout: persisted_layout(sh),
-        floor_ms: sh.floor_ms.load(Ordering::Acquire),
-        workers: Vec::new(),
-    };
-    for slot in sh.slots.iter() {
-        let w = slot.worker_id.load(Ordering::Acquire);
-        if w < 0 {
-            continue;
-        }
-        let tick = match over {
-            Override::Slot(s, end) if std::ptr::eq(s, slot) => end,
-            _ => slot.ws.reserved.load(Ordering::Acquire),
-        };
-        state
-            .workers
-            .push((w, layout.tick_to_unix_ms(tick).clamp(i64::MIN as i128, i64::MAX as i128) as i64));
-    }
-    if let Override::Floor(ms) = over {
-        state.floor_ms = state.floor_ms.max(ms);
-    }
-    let dir = format!("{}/{STATE_DIR}", data_dir());
-    let tmp = format!("{}/{STATE_TMP}", data_dir());
-    let path = format!("{}/{STATE_FILE}", data_dir());
-    let created = !std::path::Path::new(&dir).is_dir();
-    let result = std::fs::create_dir_all(&dir).and_then(|_| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(state.render().as_bytes())?;
-        f.sync_all()
-    });
-    if let Err(e) = result {
-        let msg = format!("could not write pg_idgen state file \"{tmp}\": {e}");
-        if elevel == pgrx::PgLogLevel::LOG {
-            pgrx::log!("{msg}");
-            return false;
-        }
-        crate::errors::raise_at(elevel, Code::ERRCODE_IO_ERROR, msg);
-    }
-    let (ctmp, cpath, cdir, cdata) = (cstring(tmp), cstring(path), cstring(dir), cstring(data_dir()));
-    // SAFETY: NUL-terminated paths; fsync_fname and durable_rename report failures themselves
-    // (fsync_fname at data_sync_elevel, as PostgreSQL does for its own files).
-    unsafe {
-        if created {
-            pg_sys::fsync_fname(cdir.as_ptr(), true);
-            pg_sys::fsync_fname(cdata.as_ptr(), true);
-        }
-        // durable_rename fsyncs the file and its directory: the reservation survives a crash.
-        pg_sys::durable_rename(ctmp.as_ptr(), cpath.as_ptr(), elevel as i32) == 0
-    }
-}
-
-fn cstring(s: String) -> CString {
-    CString::new(s).unwrap_or_default()
-}
-
-/// At a clean postmaster shutdown no backend runs: record for each worker the tick just after
-/// its last issued id, so a restart does not jump ahead by the reservation. Not after a crash
-/// (`code != 0`, the crash-restart cycle): shared memory is then not trusted, as
-/// pg_stat_statements refuses to dump it; the file already covers every id issued.
-#[pg_guard]
-unsafe extern "C-unwind" fn persist_at_exit(code: i32, _arg: pg_sys::Datum) {
-    // SAFETY: runs in the postmaster (IsUnderPostmaster is false) with no backend left.
-    unsafe {
-        if code != 0 || pg_sys::IsUnderPostmaster || SHARED.is_null() {
-            return;
-        }
-        let sh = &*SHARED;
-        let layout = gucs::layout();
-        let any = sh.slots.iter().any(|s| s.worker_id.load(Ordering::Acquire) >= 0);
-        if !any || sh.layout_mismatch.load(Ordering::Relaxed) {
-            return; // nothing to record, or keep the file as the operator must see it
-        }
-        for slot in sh.slots.iter().filter(|s| s.worker_id.load(Ordering::Acquire) >= 0) {
-            let last = state_tick(slot.ws.state.load(Ordering::Acquire), layout.sequence_bits);
-            let reserved = slot.ws.reserved.load(Ordering::Acquire);
-            slot.ws.reserved.store((last + 1).min(reserved), Ordering::Release);
-        }
-        write_state_file(sh, layout, Override::None, pgrx::PgLogLevel::LOG);
-        SHARED = std::ptr::null_mut();
-    }
-}
-
 /// Confirms the server's layout after a layout change: rewrites the state file with it.
 pub fn accept_layout() -> bool {
     let sh = shared();
     let layout = gucs::layout();
-    let _guard = LockGuard::exclusive(sh);
+    let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
     let was = sh.layout_mismatch.load(Ordering::Relaxed);
     set_persisted_layout(sh, &layout.canonical());
     write_state_file(sh, layout, Override::None, pgrx::PgLogLevel::ERROR);

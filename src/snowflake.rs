@@ -7,8 +7,8 @@ use pg_idgen_core::generator::state_tick;
 use pg_idgen_core::{next_id, Clock, LocalState};
 use pgrx::prelude::*;
 
+use crate::clock::{monotonic_ms, ms_to_timestamptz, now_unix_ms};
 use crate::errors::{self, raise, Code};
-use crate::layouts::{monotonic_ms, ms_to_timestamptz, now_unix_ms};
 use crate::{gucs, shmem};
 use pgrx::pg_sys;
 
@@ -175,13 +175,3 @@ fn snowflake_accept_layout() -> bool {
     }
     shmem::accept_layout()
 }
-
-extension_sql!(
-    r#"
-REVOKE ALL ON FUNCTION snowflake_accept_layout() FROM PUBLIC;
-COMMENT ON FUNCTION snowflake_next() IS 'next time-ordered 64-bit id of this session''s worker id (pg_idgen.worker_id)';
-COMMENT ON FUNCTION snowflake_stats() IS 'per worker id: ids issued, logical clock and lead, reservation, steps back, exhaustions, waits';
-"#,
-    name = "snowflake_grants",
-    requires = [snowflake_accept_layout, snowflake_next, snowflake_stats],
-);

@@ -126,26 +126,6 @@ pub fn resolve() -> i64 {
     s.worker_id as i64
 }
 
-extension_sql!(
-    r#"
-CREATE TABLE pg_idgen_worker (
-    singleton         boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-    worker_id         integer NOT NULL CHECK (worker_id >= 0),
-    system_identifier numeric(20, 0) NOT NULL,
-    set_at            timestamptz NOT NULL DEFAULT now(),
-    set_by            name NOT NULL DEFAULT current_user
-);
-COMMENT ON TABLE pg_idgen_worker IS 'this database''s snowflake worker id when pg_idgen.worker_id is not set (pg_idgen); change with set_worker_id/clear_worker_id';
-SELECT pg_catalog.pg_extension_config_dump('pg_idgen_worker', '');
-GRANT SELECT ON pg_idgen_worker TO PUBLIC;
-CREATE TRIGGER pg_idgen_worker_changed
-    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_idgen_worker
-    FOR EACH STATEMENT EXECUTE FUNCTION pg_idgen_catalog_changed();
-"#,
-    name = "worker_table",
-    requires = ["layouts_trigger"],
-);
-
 /// Stores this database's worker id, for sessions where `pg_idgen.worker_id` is not set, with
 /// this cluster's system identifier; on a restored or copied database it confirms the id.
 #[pg_extern(volatile, parallel_unsafe, strict)]
@@ -217,12 +197,3 @@ fn snowflake_worker() -> TableIterator<
     };
     TableIterator::once(row)
 }
-
-extension_sql!(
-    r#"
-REVOKE ALL ON FUNCTION set_worker_id(integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION clear_worker_id() FROM PUBLIC;
-"#,
-    name = "worker_grants",
-    requires = [set_worker_id, clear_worker_id],
-);
