@@ -27,6 +27,29 @@ pub fn raise_full(code: Code, message: impl Into<String>, detail: Option<String>
     unreachable!("ereport(ERROR) returned")
 }
 
+/// The value of an argument that must not be NULL; raises 22004 naming it otherwise. For the
+/// functions that are not STRICT because some of their arguments may be NULL.
+#[track_caller]
+pub fn required<T>(value: Option<T>, argument: &str) -> T {
+    value.unwrap_or_else(|| {
+        raise(Code::ERRCODE_NULL_VALUE_NOT_ALLOWED, format!("argument \"{argument}\" must not be NULL"), None)
+    })
+}
+
+/// Raises at `level` (ERROR, FATAL or PANIC); never returns.
+#[track_caller]
+pub fn raise_at(level: PgLogLevel, code: Code, message: impl Into<String>) -> ! {
+    ErrorReport::new(code, message.into(), "pg_idgen").report(level);
+    unreachable!("ereport({level:?}) returned")
+}
+
+/// Writes a LOG message with a HINT to the server log (returns).
+pub fn log_with_hint(message: &str, hint: &str) {
+    ErrorReport::new(Code::ERRCODE_SUCCESSFUL_COMPLETION, message.to_string(), "pg_idgen")
+        .set_hint(hint.to_string())
+        .report(PgLogLevel::LOG);
+}
+
 /// Emits a WARNING (returns).
 pub fn warn(message: impl Into<String>, hint: Option<&str>) {
     let mut report = ErrorReport::new(Code::ERRCODE_WARNING, message.into(), "pg_idgen");

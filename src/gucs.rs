@@ -84,6 +84,15 @@ pub fn worker_id_setting() -> Option<i32> {
     (w >= 0).then_some(w)
 }
 
+/// The reservation window actually used: `pg_idgen.reserve_ms`, but at most
+/// `pg_idgen.max_drift_ms + 1000`. After a crash, generation restarts at the end of the last
+/// reservation; ids may run at most `max_drift_ms` ahead of the clock, so a longer reservation
+/// would make the restarted server refuse ids until the clock catches up. The bound keeps that
+/// wait under a second whatever the two settings are.
+pub fn reserve_window_ms() -> i64 {
+    (read_int(&RESERVE_MS) as i64).min(read_int(&MAX_DRIFT_MS) as i64 + 1000)
+}
+
 pub fn policy() -> pg_idgen_core::Policy {
     // SAFETY: as in `read_int`; guc.c only stores ordinals of StartSetting's values.
     let start = match StartSetting::from_ordinal(unsafe { *SEQUENCE_START.as_ptr() }) {
@@ -95,13 +104,14 @@ pub fn policy() -> pg_idgen_core::Policy {
         max_drift_ms: read_int(&MAX_DRIFT_MS) as i64,
         max_wait_ms: read_int(&MAX_WAIT_MS) as i64,
         start,
-        reserve_window_ms: read_int(&RESERVE_MS) as i64,
+        reserve_window_ms: reserve_window_ms(),
     }
 }
 
 unsafe fn set_check_detail(msg: &str) {
     let c = CString::new(msg.replace('\0', "")).unwrap_or_default();
     // GUC_check_errdetail_string must be palloc'd; guc.c frees it with the error.
+    // SAFETY: GUC_check_errdetail_string must be palloc'd; guc.c frees it with the error.
     unsafe { pg_sys::GUC_check_errdetail_string = pg_sys::pstrdup(c.as_ptr()) };
 }
 
@@ -119,6 +129,7 @@ unsafe extern "C-unwind" fn check_layout(
     _extra: *mut *mut c_void,
     _source: pg_sys::GucSource::Type,
 ) -> bool {
+    // SAFETY: guc.c passes a valid pointer to a NUL-terminated string or NULL.
     let spec = unsafe {
         if newval.is_null() || (*newval).is_null() {
             return true;
@@ -157,6 +168,7 @@ unsafe extern "C-unwind" fn check_worker_id(
     _extra: *mut *mut c_void,
     _source: pg_sys::GucSource::Type,
 ) -> bool {
+    // SAFETY: guc.c passes a valid pointer to the proposed value.
     let w = unsafe { *newval };
     if w < 0 {
         if w != -1 {
@@ -190,6 +202,7 @@ unsafe extern "C-unwind" fn check_worker_id(
 fn define_max_segments() {
     // An out-of-range value of a custom setting at start is only a WARNING (and the default
     // would silently be used): refuse to start instead, as for the other postmaster settings.
+    // SAFETY: GetConfigOption returns NULL or a string owned by guc.c, copied at once.
     let raw = unsafe { pg_sys::GetConfigOption(c"pg_idgen.max_segments".as_ptr(), true, false) };
     if !raw.is_null() {
         let text = unsafe { CStr::from_ptr(raw) }.to_string_lossy().into_owned();
@@ -216,6 +229,7 @@ fn define_max_segments() {
 pub fn init(preloading: bool) {
     if !preloading {
         // Loaded into one backend: PGC_POSTMASTER settings can no longer be defined.
+        // SAFETY: as above.
         let placeholder = unsafe { pg_sys::GetConfigOption(c"pg_idgen.layout".as_ptr(), true, false) };
         let spec = if placeholder.is_null() {
             "default".to_string()
@@ -224,6 +238,7 @@ pub fn init(preloading: bool) {
         };
         let _ = UNREGISTERED_LAYOUT.set(spec);
     }
+    // SAFETY: the GucSetting statics live forever; the hooks are guarded C-unwind functions.
     unsafe {
         if preloading {
             GucRegistry::define_string_guc_with_hooks(

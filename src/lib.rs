@@ -1,24 +1,50 @@
 //! pg_idgen: distributed, time-ordered 64-bit keys for PostgreSQL.
 //!
-//! * [`gucs`] — the `pg_idgen.*` settings and their validation;
-//! * [`shmem`] — shared generator state, its locking protocol and its durable state file;
-//! * [`snowflake`] — `snowflake_next()` and statistics, on top of `pg_idgen_core`'s clock policy;
-//! * [`segment`] — segment sequences (`segment_next()` & co): shared table, durable reservations;
-//! * [`layouts`] — decoding and composing ids (`uid_decode`, `snowflake_at`, `uid_compose`);
-//! * [`worker`] — the worker id: setting, catalog table, clone safety;
-//! * [`wal`] — the custom WAL resource manager that carries reservations to standbys;
-//! * [`errors`] — SQLSTATEs, messages and hints.
+//! The pure logic (bit layouts, the clock policy, segment arithmetic, the state file format)
+//! lives in the `pg_idgen_core` crate; this crate is the server side. Module map, and who calls
+//! whom (arrows point at what a module uses):
 //!
-//! The pure logic (bit layouts, the clock policy) lives in the `pg_idgen_core` crate.
+//! ```text
+//!   _PG_init ──> gucs, catalog::init, hooks, wal
+//!   hooks ─────> shmem, segment            (the one shared-memory hook chain)
+//!   snowflake ─> shmem ──> state_file      (generator state; its durable copy)
+//!                shmem <─> wal             (reservations are WAL-logged; redo raises them)
+//!                worker ─> catalog         (the worker id: setting or table)
+//!   decode ────> layouts ─> catalog        (uid_decode & co; custom layouts)
+//!   segment/ ──> catalog, lock, clock      (table, claim, config, reserve, hot, admin, status)
+//!   everything > errors, clock, lock, gucs
+//! ```
+//!
+//! * [`gucs`] — the `pg_idgen.*` settings and their validation;
+//! * [`catalog`] — the extension's schema by OID, the pinned search path, running as the
+//!   extension, the relcache callback and the catalog trigger;
+//! * [`hooks`] — the shared-memory hook chain; [`lock`] — an LWLock guard; [`clock`] — clocks
+//!   and time conversions; [`errors`] — SQLSTATEs, messages and hints;
+//! * [`shmem`] — shared generator state and its locking protocol; [`state_file`] — its durable
+//!   copy; [`wal`] — the custom WAL resource manager that carries reservations to standbys;
+//! * [`snowflake`] — `snowflake_next()` and statistics; [`worker`] — the worker id;
+//! * [`decode`] — `uid_decode`, `snowflake_at`, `uid_compose`, `snowflake_layout`;
+//!   [`layouts`] — named and custom layouts;
+//! * [`segment`] — segment sequences (`segment_next()` & co);
+//! * [`sql`] — the hand-written SQL in `sql/`, in install-script order.
+
+#![deny(ffi_unwind_calls)]
 
 use pgrx::prelude::*;
 
+mod catalog;
+mod clock;
+mod decode;
 mod errors;
 mod gucs;
+mod hooks;
 mod layouts;
+mod lock;
 mod segment;
 mod shmem;
 mod snowflake;
+mod sql;
+mod state_file;
 mod wal;
 mod worker;
 
@@ -31,12 +57,12 @@ mod tests;
 pub extern "C-unwind" fn _PG_init() {
     // Shared memory can only be requested while the postmaster preloads the library. Loaded
     // later, the decoding functions still work and the generators raise 55000 with a hint.
+    // SAFETY: a flag PostgreSQL sets while it loads shared_preload_libraries.
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
     gucs::init(preloading);
-    layouts::init();
+    catalog::init(&[layouts::invalidate, worker::invalidate]);
     if preloading {
-        shmem::init();
-        segment::init();
+        hooks::init();
         wal::init();
     }
 }

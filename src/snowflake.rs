@@ -7,9 +7,10 @@ use pg_idgen_core::generator::state_tick;
 use pg_idgen_core::{next_id, Clock, LocalState};
 use pgrx::prelude::*;
 
+use crate::clock::{monotonic_ms, ms_to_timestamptz, now_unix_ms};
 use crate::errors::{self, raise, Code};
-use crate::layouts::{ms_to_timestamptz, now_unix_ms};
 use crate::{gucs, shmem};
+use pgrx::pg_sys;
 
 /// The system clock (`CLOCK_REALTIME`, which is what libfaketime shifts in the tests).
 struct PgClock;
@@ -20,17 +21,29 @@ impl Clock for PgClock {
     }
 
     fn wait_until(&self, target_ms: i64, max_ms: i64) {
-        let deadline = self.now_ms() + max_ms;
-        let target = target_ms.min(deadline);
+        // The deadline is on the monotonic clock: a step of the system clock during the wait
+        // cannot stretch it past pg_idgen.max_wait_ms.
+        let deadline = monotonic_ms() + max_ms;
         loop {
             let now = self.now_ms();
-            if now >= target {
+            let left = (target_ms - now).min(deadline - monotonic_ms());
+            if left <= 0 {
                 return;
             }
-            // A query cancel or shutdown may end the wait: nothing is held here.
-            pgrx::check_for_interrupts!();
-            if target - now > 2 {
-                unsafe { pgrx::pg_sys::pg_usleep(((target - now - 1) * 1000) as _) };
+            if left > 1 {
+                // Sleep on the latch: interruptible, ends on postmaster death, and shown in
+                // pg_stat_activity as an Extension wait. Nothing is held here.
+                // SAFETY: MyLatch is the backend's own latch.
+                unsafe {
+                    pg_sys::WaitLatch(
+                        pg_sys::MyLatch,
+                        (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+                        left - 1,
+                        pg_sys::PG_WAIT_EXTENSION,
+                    );
+                    pg_sys::ResetLatch(pg_sys::MyLatch);
+                }
+                pgrx::check_for_interrupts!();
             } else {
                 std::hint::spin_loop();
             }
@@ -93,7 +106,9 @@ fn snowflake_next() -> i64 {
 }
 
 /// Per worker id: ids issued since start, the logical clock and its lead over the system clock,
-/// the durable reservation, clock steps back seen, sequence exhaustions and waits.
+/// the durable reservation, clock steps back seen, sequence exhaustions and waits. Superusers and
+/// members of pg_read_all_stats see every worker id of the instance (as pg_stat_statements shows
+/// every row to them); other roles see only the worker id their own session generates with.
 #[pg_extern(volatile, parallel_safe)]
 #[allow(clippy::type_complexity)]
 fn snowflake_stats() -> TableIterator<
@@ -112,12 +127,17 @@ fn snowflake_stats() -> TableIterator<
     let sh = shmem::shared();
     let layout = gucs::layout();
     let now = now_unix_ms();
+    let visible: Option<i64> = if crate::catalog::can_read_all_stats() {
+        None
+    } else {
+        Some(crate::worker::resolve_quietly().unwrap_or(-1))
+    };
     let mut rows: Vec<_> = sh
         .slots
         .iter()
         .filter_map(|s| {
             let w = s.worker_id.load(Ordering::Acquire);
-            (w >= 0).then_some((w, s))
+            (w >= 0 && visible.is_none_or(|v| v == w)).then_some((w, s))
         })
         .map(|(w, s)| {
             let ws = &s.ws;
@@ -155,13 +175,3 @@ fn snowflake_accept_layout() -> bool {
     }
     shmem::accept_layout()
 }
-
-extension_sql!(
-    r#"
-REVOKE ALL ON FUNCTION snowflake_accept_layout() FROM PUBLIC;
-COMMENT ON FUNCTION snowflake_next() IS 'next time-ordered 64-bit id of this session''s worker id (pg_idgen.worker_id)';
-COMMENT ON FUNCTION snowflake_stats() IS 'per worker id: ids issued, logical clock and lead, reservation, steps back, exhaustions, waits';
-"#,
-    name = "snowflake_grants",
-    requires = [snowflake_accept_layout, snowflake_next, snowflake_stats],
-);

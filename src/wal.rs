@@ -45,6 +45,7 @@ static mut RMGR: pg_sys::RmgrData = pg_sys::RmgrData {
 
 /// Registers the resource manager; only possible while the postmaster preloads the library.
 pub fn init() {
+    // SAFETY: called from _PG_init while preloading; RMGR is a static that lives forever.
     unsafe { pg_sys::RegisterCustomRmgr(RMGR_ID, &raw mut RMGR) };
 }
 
@@ -52,6 +53,8 @@ pub fn init() {
 /// crash and reaches every standby that receives this WAL.
 pub fn log_reservation(worker_id: i64, until_unix_ms: i64) {
     let mut rec = ReserveRecord { worker_id, until_unix_ms };
+    // SAFETY: the standard XLogBeginInsert/XLogRegisterData/XLogInsert sequence; `rec` outlives
+    // XLogInsert, which copies it. XLogFlush raises an ERROR on failure.
     unsafe {
         pg_sys::XLogBeginInsert();
         pg_sys::XLogRegisterData(
@@ -64,6 +67,8 @@ pub fn log_reservation(worker_id: i64, until_unix_ms: i64) {
 }
 
 unsafe fn record_of(reader: *mut pg_sys::XLogReaderState) -> Option<(u8, ReserveRecord)> {
+    // SAFETY: `reader` is the decoding state PostgreSQL passes to redo/desc; its main data is
+    // read unaligned after checking its length.
     unsafe {
         let decoded = (*reader).record;
         if decoded.is_null() {
@@ -82,7 +87,12 @@ unsafe fn record_of(reader: *mut pg_sys::XLogReaderState) -> Option<(u8, Reserve
 unsafe extern "C-unwind" fn redo(reader: *mut pg_sys::XLogReaderState) {
     match unsafe { record_of(reader) } {
         Some((XLOG_PG_IDGEN_RESERVE, rec)) => shmem::replay_reservation(rec.worker_id, rec.until_unix_ms),
-        other => pgrx::error!("pg_idgen redo: unknown or malformed WAL record {other:?}"),
+        // Like core redo routines: a record this code cannot apply stops recovery for good.
+        other => crate::errors::raise_at(
+            PgLogLevel::PANIC,
+            crate::errors::Code::ERRCODE_DATA_CORRUPTED,
+            format!("pg_idgen redo: unknown or malformed WAL record {other:?}"),
+        ),
     }
 }
 
@@ -95,6 +105,7 @@ unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, reader: *mut pg_sys::X
             pg_idgen_core::layout::format_unix_ms(rec.until_unix_ms as i128)
         ))
         .unwrap_or_default();
+        // SAFETY: `buf` is the StringInfo PostgreSQL passed; the text is NUL-terminated.
         unsafe { pg_sys::appendStringInfoString(buf, text.as_ptr()) };
     }
 }

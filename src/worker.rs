@@ -13,9 +13,9 @@ use std::cell::Cell;
 
 use pgrx::prelude::*;
 
+use crate::catalog::{extension_schema, prevent_during_recovery, PinnedSearchPath};
 use crate::errors::{raise, Code};
 use crate::gucs;
-use crate::layouts::{extension_schema, prevent_during_recovery};
 
 /// What the table says: the worker id and the system identifier it was set on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,16 +41,46 @@ fn stored() -> Option<Stored> {
     if let Some(s) = CACHE.with(|c| c.get()) {
         return s;
     }
-    let query =
-        format!("SELECT worker_id, system_identifier::text FROM {}.pg_idgen_worker", extension_schema());
-    let s = Spi::connect(|client| {
-        let row = client.select(query.as_str(), Some(1), &[]).ok()?.first();
-        let worker_id: i32 = row.get(1).ok()??;
-        let sysid: String = row.get(2).ok()??;
-        Some(Stored { worker_id, system_identifier: sysid.parse().ok()? })
+    let query = format!(
+        "SELECT worker_id, system_identifier::pg_catalog.text FROM {}.pg_idgen_worker",
+        extension_schema()
+    );
+    let _path = PinnedSearchPath::new();
+    let row = Spi::connect(|client| {
+        let table = client.select(query.as_str(), Some(1), &[])?;
+        if table.is_empty() {
+            return Ok::<_, pgrx::spi::Error>(None);
+        }
+        let row = table.first();
+        Ok(Some((row.get::<i32>(1)?, row.get::<String>(2)?)))
+    })
+    .unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read pg_idgen_worker: {e}"), None)
+    });
+    // The table's NOT NULL and CHECK constraints make a row without both values impossible
+    // unless it was edited by hand: say so rather than "not configured".
+    let s = row.map(|(worker_id, sysid)| match (worker_id, sysid.as_deref().map(str::parse::<u64>)) {
+        (Some(worker_id), Some(Ok(system_identifier))) => Stored { worker_id, system_identifier },
+        _ => raise(
+            Code::ERRCODE_DATA_CORRUPTED,
+            "the row of pg_idgen_worker is invalid",
+            Some("Store the worker id again with set_worker_id()."),
+        ),
     });
     CACHE.with(|c| c.set(Some(s)));
     s
+}
+
+/// This session's worker id if one is configured and usable, without raising.
+pub fn resolve_quietly() -> Option<i64> {
+    if let Some(w) = gucs::worker_id_setting() {
+        return Some(w as i64);
+    }
+    stored()
+        .filter(|s| {
+            s.system_identifier == system_identifier() && s.worker_id as u64 <= gucs::layout().max_worker()
+        })
+        .map(|s| s.worker_id as i64)
 }
 
 /// This session's worker id, resolved as SPEC §5 says; raises when there is none or when the
@@ -96,26 +126,6 @@ pub fn resolve() -> i64 {
     s.worker_id as i64
 }
 
-extension_sql!(
-    r#"
-CREATE TABLE pg_idgen_worker (
-    singleton         boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-    worker_id         integer NOT NULL CHECK (worker_id >= 0),
-    system_identifier numeric(20, 0) NOT NULL,
-    set_at            timestamptz NOT NULL DEFAULT now(),
-    set_by            name NOT NULL DEFAULT current_user
-);
-COMMENT ON TABLE pg_idgen_worker IS 'this database''s snowflake worker id when pg_idgen.worker_id is not set (pg_idgen); change with set_worker_id/clear_worker_id';
-SELECT pg_catalog.pg_extension_config_dump('pg_idgen_worker', '');
-GRANT SELECT ON pg_idgen_worker TO PUBLIC;
-CREATE TRIGGER pg_idgen_worker_changed
-    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_idgen_worker
-    FOR EACH STATEMENT EXECUTE FUNCTION pg_idgen_catalog_changed();
-"#,
-    name = "worker_table",
-    requires = ["layouts_trigger"],
-);
-
 /// Stores this database's worker id, for sessions where `pg_idgen.worker_id` is not set, with
 /// this cluster's system identifier; on a restored or copied database it confirms the id.
 #[pg_extern(volatile, parallel_unsafe, strict)]
@@ -134,12 +144,13 @@ fn set_worker_id(worker_id: i32) {
         );
     }
     let upsert = format!(
-        "INSERT INTO {}.pg_idgen_worker (worker_id, system_identifier) VALUES ($1, $2::numeric) \
+        "INSERT INTO {}.pg_idgen_worker (worker_id, system_identifier) VALUES ($1, $2::pg_catalog.numeric) \
          ON CONFLICT (singleton) DO UPDATE SET worker_id = EXCLUDED.worker_id, \
-         system_identifier = EXCLUDED.system_identifier, set_at = now(), set_by = current_user",
+         system_identifier = EXCLUDED.system_identifier, set_at = pg_catalog.now(), set_by = current_user",
         extension_schema()
     );
     let sysid = system_identifier().to_string();
+    let _path = PinnedSearchPath::new();
     Spi::connect_mut(|client| {
         client.update(upsert.as_str(), None, &[worker_id.into(), sysid.as_str().into()]).map(|_| ())
     })
@@ -153,6 +164,7 @@ fn set_worker_id(worker_id: i32) {
 fn clear_worker_id() -> bool {
     prevent_during_recovery(c"clear_worker_id()");
     let delete = format!("DELETE FROM {}.pg_idgen_worker", extension_schema());
+    let _path = PinnedSearchPath::new();
     Spi::connect_mut(|client| client.update(delete.as_str(), None, &[]).map(|t| !t.is_empty()))
         .unwrap_or_else(|e| {
             raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not clear the worker id: {e}"), None)
@@ -185,12 +197,3 @@ fn snowflake_worker() -> TableIterator<
     };
     TableIterator::once(row)
 }
-
-extension_sql!(
-    r#"
-REVOKE ALL ON FUNCTION set_worker_id(integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION clear_worker_id() FROM PUBLIC;
-"#,
-    name = "worker_grants",
-    requires = [set_worker_id, clear_worker_id],
-);

@@ -1,6 +1,9 @@
 //! Pure logic of pg_idgen, with no PostgreSQL dependency so that it is testable with plain
 //! `cargo test`: id layouts and their arithmetic ([`layout`]) and the snowflake clock policy
-//! with an injectable clock ([`generator`]), segment arithmetic and the double buffer ([`segment`]).
+//! with an injectable clock ([`generator`]), segment arithmetic and the double buffer ([`segment`]),
+//! the generator's durable state file ([`state_file`]).
+
+#![forbid(unsafe_code)]
 
 pub mod generator;
 pub mod layout;
@@ -8,3 +11,6 @@ pub mod layout;
 pub use generator::{next_id, Clock, GenError, Issued, LocalState, Policy, SequenceStart, WorkerState};
 pub use layout::{FieldOrder, IdError, Layout, LayoutError, Parts, NAMED_LAYOUTS};
 pub mod segment;
+pub mod state_file;
+
+pub use state_file::{StateFile, StateFileError};

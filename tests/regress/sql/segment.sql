@@ -92,6 +92,22 @@ SELECT routine_name, string_agg(grantee, ',' ORDER BY grantee) AS executable_by
 DROP TABLE invoices;
 DROP OWNED BY seg_regress_user;
 DROP ROLE seg_regress_user;
+-- segment_set only moves forward, including right after a set (setval(.., false) leaves
+-- pg_sequence_last_value() NULL): repeated sets up, down and equal never reissue a value
+SELECT segment_create('fw', 10, start => 0);  -- chunks start at multiples of 10
+CREATE TEMP TABLE fw_seen AS SELECT segment_next('fw') AS v FROM generate_series(1, 25);
+SELECT segment_set('fw', 1000);
+SELECT persisted_hwm FROM segment_status WHERE tag = 'fw';
+SELECT regress_sqlstate_of($$SELECT segment_set('fw', 2)$$);
+SELECT regress_sqlstate_of($$SELECT segment_set('fw', 999)$$);
+SELECT segment_set('fw', 1000);
+INSERT INTO fw_seen SELECT segment_next('fw');
+SELECT regress_sqlstate_of($$SELECT segment_set('fw', 1000)$$);
+SELECT regress_sqlstate_of($$SELECT segment_set('fw', 1019)$$);
+SELECT segment_set('fw', 1020);
+INSERT INTO fw_seen SELECT segment_next('fw') FROM generate_series(1, 12);
+SELECT persisted_hwm FROM segment_status WHERE tag = 'fw';
+SELECT count(*) AS handed_out, count(DISTINCT v) AS distinct_values, max(v) FROM fw_seen;
 SELECT segment_drop(tag) FROM pg_idgen_segments ORDER BY tag;
 SELECT count(*) AS tags_left FROM segment_status;
 

@@ -103,3 +103,16 @@ DROP ROLE idgen_regress_user;
 SELECT snowflake_accept_layout() AS layout_had_changed;
 
 DROP TABLE orders;
+-- volatility: the forms without a layout are IMMUTABLE (constant-folded: partition pruning and
+-- postgres_fdw see the bounds; usable in index expressions), those taking a layout STABLE (custom
+-- layouts live in a table). snowflake_accept_layout() names the indexes to rebuild.
+SELECT p.proname, p.pronargs, p.provolatile FROM pg_proc p
+ WHERE p.proname IN ('uid_decode', 'snowflake_at', 'uid_compose') ORDER BY 1, 2;
+CREATE TABLE vol_log (id bigint) PARTITION BY RANGE (id);
+CREATE TABLE vol_log_2026 PARTITION OF vol_log FOR VALUES FROM (snowflake_at('2026-01-01Z')) TO (snowflake_at('2027-01-01Z'));
+CREATE INDEX vol_log_2026_expr ON vol_log_2026 ((uid_compose('2026-06-01Z', 1, 0) OPERATOR(pg_catalog.+) id));
+SELECT regress_sqlstate_of($$CREATE INDEX ON vol_log_2026 ((snowflake_at('2026-06-01Z', 1, 'twitter') OPERATOR(pg_catalog.+) id))$$);
+SET client_min_messages = warning;
+SELECT snowflake_accept_layout();
+RESET client_min_messages;
+DROP TABLE vol_log;

@@ -1,0 +1,49 @@
+-- pg_idgen: segment sequences. segment_next is a plain C function (the hot path); the tag
+-- metadata is dumped with the database, each tag's backing sequence (pg_idgen_seg_<n>, created
+-- by segment_create) is not an extension member, so pg_dump dumps its value too.
+CREATE FUNCTION segment_next(tag text) RETURNS bigint
+    STRICT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_segment_next';
+
+CREATE TABLE pg_idgen_segments (
+    tag             text PRIMARY KEY CHECK (octet_length(tag) BETWEEN 1 AND 63),
+    seq             regclass NOT NULL,
+    step            int NOT NULL CHECK (step > 0),
+    unit            int NOT NULL CHECK (unit > 0),
+    start           bigint NOT NULL,
+    nodes           int NOT NULL DEFAULT 1 CHECK (nodes BETWEEN 1 AND 1024),
+    node_index      int NOT NULL DEFAULT 0,
+    min_step        int,
+    max_step        int,
+    target_interval interval,
+    created         timestamptz NOT NULL DEFAULT now(),
+    CHECK (node_index >= 0 AND node_index < nodes),
+    CHECK (step <= 100000000 AND step % unit = 0),
+    CHECK ((min_step IS NULL AND max_step IS NULL AND target_interval IS NULL AND unit = step)
+        OR (min_step = unit AND max_step >= step AND max_step % unit = 0
+            AND max_step / unit <= 1024 AND target_interval > interval '0'))
+);
+COMMENT ON TABLE pg_idgen_segments IS 'pg_idgen segment tags: one row per tag, each backed by its own sequence (seq)';
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_segments', '');
+REVOKE ALL ON pg_idgen_segments FROM PUBLIC;
+
+CREATE VIEW segment_status AS
+SELECT s.tag,
+       coalesce(m.current_step, s.step::bigint) AS step,
+       s.nodes, s.node_index,
+       p.persisted_hwm,
+       m.cursor, m.segment_end, m.next_start, m.next_end,
+       coalesce(m.values_issued, 0) AS values_issued,
+       coalesce(m.refills, 0) AS refills,
+       coalesce(m.sync_refills, 0) AS sync_refills,
+       coalesce(m.discarded, 0) AS discarded,
+       m.last_refill
+FROM pg_idgen_segments s
+LEFT JOIN segment_persisted() p USING (tag)
+LEFT JOIN segment_status_shmem() m USING (tag);
+COMMENT ON VIEW segment_status IS 'one row per segment tag of this database: step, persisted high-water mark, cached cursor/end, next buffer, statistics since server start';
+GRANT SELECT ON segment_status TO PUBLIC;
+
+REVOKE ALL ON FUNCTION segment_create(text, int, bigint, int, int, int, int, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION segment_drop(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION segment_set(text, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION segment_next(text) IS 'next value of a segment tag: unique and increasing instance-wide, never reissued';

@@ -1,0 +1,332 @@
+//! Catalog helpers shared by every module: where the extension's tables are, how the extension's
+//! own SQL runs, and the recovery checks of catalog writers.
+//!
+//! Security rules for every statement the extension runs (see README, "Security"):
+//!
+//! * The extension's schema is found by OID in Rust ([`extension_schema`]): a scan of
+//!   `pg_extension` through its OID index and `get_namespace_name`, quoted with
+//!   `quote_identifier`. No SQL text is ever computed in the caller's context.
+//! * Every SPI statement runs under [`PinnedSearchPath`] (`search_path = pg_catalog, pg_temp`),
+//!   or under [`AsSuperuser`], which pins the same path: a caller's schema of shadowing functions,
+//!   operators or types is never searched. The statements also spell out `OPERATOR(pg_catalog.=)`
+//!   and `pg_catalog.` functions, so that a mistake in one of the two defences is not enough.
+//! * Restoring the saved user and GUC nest level is left to transaction (or subtransaction)
+//!   abort while an ERROR unwinds (`std::thread::panicking()`): abort restores both, and doing
+//!   database work in a `Drop` during unwinding is not allowed.
+
+use std::cell::RefCell;
+use std::ffi::CStr;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::errors::{raise, Code};
+
+thread_local! {
+    /// The extension's quoted schema name in this database, once looked up.
+    static SCHEMA: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// The per-backend caches of the other modules, dropped with the schema on every relcache
+/// invalidation. Set once by [`init`].
+static mut INVALIDATORS: &[fn()] = &[];
+
+/// Registers the relcache callback that drops the caches of catalog contents: the schema here and
+/// `invalidators` (custom layouts, the stored worker id). Called from `_PG_init` in every backend.
+pub fn init(invalidators: &'static [fn()]) {
+    // SAFETY: _PG_init runs once per process before any SQL; the callback only clears caches.
+    unsafe {
+        INVALIDATORS = invalidators;
+        pg_sys::CacheRegisterRelcacheCallback(Some(on_relcache_invalidation), pg_sys::Datum::from(0));
+    }
+}
+
+/// Relcache callback: an invalidation of one of the extension's tables (or a full reset) empties
+/// every per-backend cache of their contents. The tables' OIDs are not known without a catalog
+/// lookup, which a callback must not do; the caches are tiny and cheap to refill, so any
+/// invalidation drops them.
+#[pg_guard]
+unsafe extern "C-unwind" fn on_relcache_invalidation(_arg: pg_sys::Datum, _relid: pg_sys::Oid) {
+    let _ = SCHEMA.try_with(|c| c.borrow_mut().take());
+    // SAFETY: INVALIDATORS is written once in `init`, before this callback can run.
+    for invalidate in unsafe { INVALIDATORS } {
+        invalidate();
+    }
+}
+
+/// The OID of the namespace pg_idgen is installed in, or `None` when it is not installed in
+/// this database. A scan of `pg_extension` by OID through its index: no SQL, no search_path.
+fn extension_namespace() -> Option<pg_sys::Oid> {
+    // SAFETY: plain catalog access from a backend inside a transaction (every caller is a SQL
+    // function); the scan, the tuple and the relation are released before returning, and an
+    // ERROR in between is cleaned up by transaction abort (resource owner).
+    unsafe {
+        let ext = pg_sys::get_extension_oid(c"pg_idgen".as_ptr(), true);
+        if ext == pg_sys::InvalidOid {
+            return None;
+        }
+        let rel = pg_sys::table_open(pg_sys::ExtensionRelationId, pg_sys::AccessShareLock as i32);
+        let mut key = std::mem::MaybeUninit::<pg_sys::ScanKeyData>::zeroed();
+        pg_sys::ScanKeyInit(
+            key.as_mut_ptr(),
+            pg_sys::Anum_pg_extension_oid as i16,
+            pg_sys::BTEqualStrategyNumber as u16,
+            pg_sys::Oid::from(pg_sys::F_OIDEQ),
+            pg_sys::Datum::from(ext),
+        );
+        let scan = pg_sys::systable_beginscan(
+            rel,
+            pg_sys::Oid::from(pg_sys::ExtensionOidIndexId),
+            true,
+            std::ptr::null_mut(),
+            1,
+            key.as_mut_ptr(),
+        );
+        let tuple = pg_sys::systable_getnext(scan);
+        let nsp = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_extension>(tuple)
+            .as_ref()
+            .map(|form| form.extnamespace);
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);
+        nsp
+    }
+}
+
+/// The quoted schema of the extension in the current database (its tables live there), cached
+/// per backend and dropped on relcache invalidation. Raises 55000 when it is not installed.
+pub fn extension_schema() -> String {
+    if let Some(s) = SCHEMA.with(|c| c.borrow().clone()) {
+        return s;
+    }
+    let not_installed = || -> ! {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "extension \"pg_idgen\" is not installed in this database",
+            Some("Run CREATE EXTENSION pg_idgen."),
+        )
+    };
+    let Some(nsp) = extension_namespace() else { not_installed() };
+    // SAFETY: get_namespace_name returns a palloc'd copy or NULL (namespace dropped meanwhile);
+    // quote_identifier returns its argument or a palloc'd quoted copy; both are read at once.
+    let schema = unsafe {
+        let name = pg_sys::get_namespace_name(nsp);
+        if name.is_null() {
+            not_installed();
+        }
+        CStr::from_ptr(pg_sys::quote_identifier(name)).to_string_lossy().into_owned()
+    };
+    SCHEMA.with(|c| *c.borrow_mut() = Some(schema.clone()));
+    schema
+}
+
+/// `schema.relation` of a relation given by OID, both parts quoted, built in Rust from the
+/// catalog (for statements about a sequence we created). None if the relation does not exist.
+pub fn qualified_relation_name(relid: pg_sys::Oid) -> Option<String> {
+    // SAFETY: lsyscache lookups return palloc'd copies or NULL; quote_qualified_identifier
+    // returns a palloc'd string. Read at once.
+    unsafe {
+        let name = pg_sys::get_rel_name(relid);
+        if name.is_null() {
+            return None;
+        }
+        let nsp = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
+        if nsp.is_null() {
+            return None;
+        }
+        Some(CStr::from_ptr(pg_sys::quote_qualified_identifier(nsp, name)).to_string_lossy().into_owned())
+    }
+}
+
+/// Raises 25006 on a hot standby before a function that writes the catalog tables.
+pub fn prevent_during_recovery(what: &CStr) {
+    // SAFETY: `what` is a NUL-terminated string that outlives the call.
+    unsafe { pg_sys::PreventCommandDuringRecovery(what.as_ptr()) };
+}
+
+/// Pins `search_path = pg_catalog, pg_temp` in a new GUC nest level; restored on drop (or by
+/// abort while an ERROR unwinds). Every SPI statement of the extension runs under it.
+pub struct PinnedSearchPath(i32);
+
+impl PinnedSearchPath {
+    pub fn new() -> PinnedSearchPath {
+        // SAFETY: called from a backend in a transaction; the nest level is closed by Drop or by
+        // (sub)transaction abort, which pops every nest level above its own.
+        unsafe {
+            let nest = pg_sys::NewGUCNestLevel();
+            pg_sys::set_config_option(
+                c"search_path".as_ptr(),
+                c"pg_catalog, pg_temp".as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+            PinnedSearchPath(nest)
+        }
+    }
+}
+
+impl Drop for PinnedSearchPath {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return; // an ERROR is unwinding: abort pops the nest level
+        }
+        // SAFETY: pops the nest level opened in `new`, on the same backend.
+        unsafe { pg_sys::AtEOXact_GUC(true, self.0) };
+    }
+}
+
+/// Runs as the bootstrap superuser with the search path pinned (see [`PinnedSearchPath`]):
+/// reading pg_idgen_segments and calling nextval on a tag's sequence are the extension's
+/// business, not something every caller of segment_next needs privileges for. Restored on drop,
+/// or by (sub)transaction abort while an ERROR unwinds.
+pub struct AsSuperuser {
+    user: pg_sys::Oid,
+    context: i32,
+    _path: PinnedSearchPath,
+}
+
+impl AsSuperuser {
+    pub fn new() -> AsSuperuser {
+        let (mut user, mut context) = (pg_sys::Oid::INVALID, 0);
+        // SAFETY: reads and sets the backend's current user; `SECURITY_LOCAL_USERID_CHANGE`
+        // marks the change as local, as SECURITY DEFINER functions do.
+        unsafe {
+            pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
+            let path = PinnedSearchPath::new();
+            pg_sys::SetUserIdAndSecContext(
+                pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID),
+                context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
+            );
+            AsSuperuser { user, context, _path: path }
+        }
+    }
+}
+
+impl Drop for AsSuperuser {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return; // abort restores the user id and security context
+        }
+        // SAFETY: restores what `new` saved, on the same backend.
+        unsafe { pg_sys::SetUserIdAndSecContext(self.user, self.context) };
+    }
+}
+
+/// Runs a read-only query with one text parameter against the *latest* committed state, not the
+/// caller's snapshot: a REPEATABLE READ transaction must see tags created or dropped after it
+/// started, as it sees catalog changes. Every column must be castable to bigint by the query
+/// itself; returns the rows as `Option<i64>` values. Runs under a pinned search path.
+pub fn select_latest_i64(sql: &CStr, arg: &str) -> Vec<Vec<Option<i64>>> {
+    let _path = PinnedSearchPath::new();
+    Spi::connect(|_client| {
+        // SAFETY: SPI is connected by `Spi::connect` for the duration of the closure; the plan,
+        // the registered snapshot and the tuple table are released below or, after an ERROR,
+        // by SPI's and the resource owner's cleanup at abort.
+        unsafe {
+            let mut argtypes = [pg_sys::TEXTOID];
+            let plan = pg_sys::SPI_prepare(sql.as_ptr(), 1, argtypes.as_mut_ptr());
+            if plan.is_null() {
+                raise(Code::ERRCODE_INTERNAL_ERROR, "pg_idgen: could not prepare a catalog query", None);
+            }
+            let arg = arg.into_datum().unwrap_or(pg_sys::Datum::from(0));
+            let mut values = [arg];
+            let nulls = [b' ' as std::ffi::c_char];
+            let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+            let rc = pg_sys::SPI_execute_snapshot(
+                plan,
+                values.as_mut_ptr(),
+                nulls.as_ptr(),
+                snapshot,
+                std::ptr::null_mut(),
+                true,
+                false,
+                0,
+            );
+            pg_sys::UnregisterSnapshot(snapshot);
+            if rc != pg_sys::SPI_OK_SELECT as i32 {
+                raise(
+                    Code::ERRCODE_INTERNAL_ERROR,
+                    format!("pg_idgen: catalog query failed (SPI code {rc})"),
+                    None,
+                );
+            }
+            let table = pg_sys::SPI_tuptable;
+            let mut rows = Vec::new();
+            if !table.is_null() {
+                let natts = (*(*table).tupdesc).natts;
+                for i in 0..pg_sys::SPI_processed as usize {
+                    let tuple = *(*table).vals.add(i);
+                    let row = (1..=natts)
+                        .map(|col| {
+                            let mut isnull = false;
+                            let d = pg_sys::SPI_getbinval(tuple, (*table).tupdesc, col, &mut isnull);
+                            (!isnull).then(|| d.value() as i64)
+                        })
+                        .collect();
+                    rows.push(row);
+                }
+            }
+            pg_sys::SPI_freeplan(plan);
+            rows
+        }
+    })
+}
+
+/// Whether a relation exists, as of now (after taking `lock` on it, which waits for a
+/// transaction that is dropping it, and processing the invalidations that brings).
+pub fn relation_exists_locked(relid: pg_sys::Oid, lock: u32) -> bool {
+    // SAFETY: LockRelationOid on an OID that may no longer exist is allowed (it only locks the
+    // tag) and accepts invalidation messages; the syscache probe copies nothing.
+    unsafe {
+        pg_sys::LockRelationOid(relid, lock as i32);
+        let exists = !pg_sys::get_rel_name(relid).is_null();
+        pg_sys::UnlockRelationOid(relid, lock as i32);
+        exists
+    }
+}
+
+/// Whether the role running the query may see every row of the extension's statistics: a
+/// superuser or a member of `pg_read_all_stats`, as for pg_stat_statements.
+pub fn can_read_all_stats() -> bool {
+    // SAFETY: plain privilege checks on the current user.
+    unsafe {
+        let me = pg_sys::GetUserId();
+        pg_sys::superuser()
+            || pg_sys::has_privs_of_role(me, pg_sys::Oid::from(pg_sys::ROLE_PG_READ_ALL_STATS))
+    }
+}
+
+#[unsafe(no_mangle)]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo_pg_idgen_catalog_changed() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+/// Statement trigger on pg_idgen's catalog tables: every backend drops its cached copies at
+/// commit, whoever changed the table and however (functions, DML, pg_restore). A plain V1
+/// function (declared in the SQL below) so that a direct call gets the proper 39P01, not a
+/// wrapper's internal error; EXECUTE is revoked from PUBLIC (triggers fire regardless).
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn pg_idgen_catalog_changed(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: `fcinfo` is PostgreSQL's call frame; `context` is a TriggerData node exactly when
+    // the function is called by the trigger manager (CALLED_AS_TRIGGER).
+    unsafe {
+        let context = (*fcinfo).context;
+        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+            raise(
+                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                "pg_idgen_catalog_changed() can only be called as a trigger",
+                None,
+            );
+        }
+        let data = context.cast::<pg_sys::TriggerData>();
+        pg_sys::CacheInvalidateRelcacheByRelid((*(*data).tg_relation).rd_id);
+        // A statement trigger returns a NULL pointer (not an SQL NULL: that is an error).
+        pg_sys::Datum::from(0)
+    }
+}

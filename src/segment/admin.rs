@@ -1,0 +1,316 @@
+//! Administration: `segment_create`, `segment_drop`, `segment_set` (superuser only).
+
+use pg_idgen_core::segment::chunk_at_or_above;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::claim::release;
+use super::config::{unknown_tag, validate_tag};
+use super::reserve::flush_wal_and_wait_for_sync_standbys;
+use super::table::{my_db, MAX_MULTIPLE, MAX_NODES, MAX_STEP};
+use crate::catalog::{extension_schema, qualified_relation_name, AsSuperuser};
+use crate::errors::{raise, raise_full, required, Code};
+
+pub(super) fn require_superuser(what: &str) {
+    if !unsafe { pg_sys::superuser() } {
+        raise(
+            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied to {what}"),
+            Some("Segment tags are configured by superusers (EXECUTE on segment_create, segment_drop and segment_set is revoked from PUBLIC)."),
+        );
+    }
+}
+
+pub(super) fn check_writable(what: &str) {
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            format!("cannot {what} on a standby server"),
+            Some("Run it on the primary."),
+        );
+    }
+}
+
+pub(super) fn bad(msg: impl Into<String>, hint: Option<&str>) -> ! {
+    raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, hint)
+}
+
+/// Creates a segment tag backed by its own sequence (superuser only).
+#[pg_extern(volatile, parallel_unsafe)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn segment_create(
+    tag: Option<&str>,
+    step: default!(Option<i32>, 1000),
+    start: default!(Option<i64>, 1),
+    nodes: default!(Option<i32>, 1),
+    node_index: default!(Option<i32>, 0),
+    min_step: default!(Option<i32>, "NULL"),
+    max_step: default!(Option<i32>, "NULL"),
+    target_interval: default!(Option<pgrx::datum::Interval>, "NULL"),
+) {
+    // NULL is only meaningful for the adaptive-step arguments (no adaptive step).
+    let tag = required(tag, "tag");
+    let step = required(step, "step");
+    let start = required(start, "start");
+    let nodes = required(nodes, "nodes");
+    let node_index = required(node_index, "node_index");
+    require_superuser("create a segment tag");
+    check_writable("create a segment tag");
+    validate_tag(tag);
+    if step <= 0 || step > MAX_STEP {
+        bad(format!("step must be between 1 and {MAX_STEP}, got {step}"), None);
+    }
+    if !(1..=MAX_NODES).contains(&nodes) {
+        bad(format!("nodes must be between 1 and {MAX_NODES}, got {nodes}"), None);
+    }
+    if node_index < 0 || node_index >= nodes {
+        bad(
+            format!("node_index must be between 0 and nodes - 1 ({}), got {node_index}", nodes - 1),
+            Some("Give each of the N instances sharing a tag its own node_index 0 .. N-1."),
+        );
+    }
+    let adaptive = min_step.is_some() || max_step.is_some() || target_interval.is_some();
+    let unit = min_step.unwrap_or(step);
+    let maxs = max_step.unwrap_or(step);
+    if adaptive {
+        if target_interval.is_none() {
+            bad(
+                "an adaptive step needs target_interval",
+                Some("Pass target_interval => '15 minutes' (Leaf's default) with min_step/max_step."),
+            );
+        }
+        if unit <= 0 || maxs <= 0 || maxs > MAX_STEP {
+            bad(format!("min_step and max_step must be between 1 and {MAX_STEP}"), None);
+        }
+        if !(unit <= step && step <= maxs) {
+            bad(format!("step must lie within [min_step, max_step] = [{unit}, {maxs}], got {step}"), None);
+        }
+        if step % unit != 0 || maxs % unit != 0 {
+            bad(
+                "step and max_step must be multiples of min_step",
+                Some(
+                    "min_step is the fixed stride unit that keeps nodes disjoint; steps are multiples of it.",
+                ),
+            );
+        }
+        if (maxs / unit) as i64 > MAX_MULTIPLE {
+            bad(format!("max_step may be at most {MAX_MULTIPLE} times min_step"), None);
+        }
+    }
+    let origin = start.checked_add(node_index as i64 * unit as i64);
+    let stride = nodes as i64 * unit as i64;
+    if origin.and_then(|o| o.checked_add(stride)).is_none() {
+        raise(Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, "start is too close to the largest bigint", None);
+    }
+    let origin = origin.unwrap();
+    let schema = extension_schema();
+    let _su = AsSuperuser::new();
+    if let Some(interval) = target_interval {
+        let ms: Option<f64> = Spi::get_one_with_args(
+            "SELECT pg_catalog.date_part('epoch', $1) OPERATOR(pg_catalog.*) 1000",
+            &[interval.into()],
+        )
+        .unwrap_or_else(|e| spi_failed("read target_interval", e));
+        if !ms.is_some_and(|ms| (1.0..=i64::MAX as f64).contains(&ms)) {
+            bad("target_interval must be positive", None);
+        }
+    }
+    let exists: Option<bool> = Spi::get_one_with_args(
+        &format!(
+            "SELECT EXISTS (SELECT 1 FROM {schema}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1)"
+        ),
+        &[tag.into()],
+    )
+    .unwrap_or_else(|e| spi_failed("look the tag up", e));
+    if exists == Some(true) {
+        raise(
+            Code::ERRCODE_DUPLICATE_OBJECT,
+            format!("segment tag \"{tag}\" already exists"),
+            Some("Use another tag, or segment_drop() it first (its values may then be handed out again)."),
+        );
+    }
+    // The sequence's name is generated, never derived from the tag: the first free
+    // pg_idgen_seg_<n> from the number of tags on (a few tries at most: n only collides with
+    // names of dropped tags' successors).
+    let count: i64 = Spi::get_one(&format!("SELECT pg_catalog.count(*) FROM {schema}.pg_idgen_segments"))
+        .unwrap_or_else(|e| spi_failed("count the tags", e))
+        .unwrap_or(0);
+    let mut seqname = None;
+    for n in count + 1..=count + 1000 {
+        let name = format!("{schema}.pg_idgen_seg_{n}");
+        let taken: Option<bool> =
+            Spi::get_one_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[name.as_str().into()])
+                .unwrap_or_else(|e| spi_failed("name the backing sequence", e));
+        if taken == Some(false) {
+            seqname = Some(name);
+            break;
+        }
+    }
+    let Some(seqname) = seqname else {
+        raise(
+            Code::ERRCODE_DUPLICATE_OBJECT,
+            "no free name for the backing sequence of a segment tag",
+            Some("Relations named pg_idgen_seg_<n> in the extension's schema that are not backing sequences of tags should be renamed."),
+        )
+    };
+    let ddl = format!(
+        "CREATE SEQUENCE {seqname} AS bigint INCREMENT BY {stride} MINVALUE {origin} START WITH {origin} CACHE 1 NO CYCLE"
+    );
+    Spi::run(&ddl).unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not create the backing sequence: {e}"), None)
+    });
+    Spi::run_with_args(
+        &format!(
+            "INSERT INTO {schema}.pg_idgen_segments (tag, seq, step, unit, start, nodes, node_index, min_step, max_step, target_interval) \
+             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5, $6, $7, $8, $9, $10)"
+        ),
+        &[
+            tag.into(),
+            seqname.as_str().into(),
+            step.into(),
+            unit.into(),
+            start.into(),
+            nodes.into(),
+            node_index.into(),
+            min_step.filter(|_| adaptive).or(adaptive.then_some(unit)).into(),
+            max_step.filter(|_| adaptive).or(adaptive.then_some(maxs)).into(),
+            target_interval.into(),
+        ],
+    )
+    .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not record the segment tag: {e}"), None));
+    // A tag of the same name dropped earlier may still sit in shared memory; and if this
+    // transaction aborts, an entry claimed for the new tag meanwhile must go too.
+    let db = my_db();
+    release(db, tag);
+    let t = tag.to_string();
+    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, move || release(db, &t));
+}
+
+/// Drops a segment tag and its sequence (superuser only).
+#[pg_extern(volatile, parallel_unsafe, strict)]
+pub(super) fn segment_drop(tag: &str) {
+    require_superuser("drop a segment tag");
+    check_writable("drop a segment tag");
+    let schema = extension_schema();
+    let _su = AsSuperuser::new();
+    let seq: Option<pg_sys::Oid> = Spi::connect_mut(|c| {
+        let t = c.update(
+            &format!(
+                "DELETE FROM {schema}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING seq::pg_catalog.oid"
+            ),
+            None,
+            &[tag.into()],
+        )?;
+        if t.is_empty() {
+            return Ok(None);
+        }
+        t.first().get::<pg_sys::Oid>(1)
+    })
+    .unwrap_or_else(|e| spi_failed("delete the tag", e));
+    let Some(seq) = seq else { unknown_tag(tag) };
+    // The name is built in Rust from the catalog, by OID.
+    if let Some(name) = qualified_relation_name(seq) {
+        Spi::run(&format!("DROP SEQUENCE {name}"))
+            .unwrap_or_else(|e| spi_failed("drop the backing sequence", e));
+    }
+    let db = my_db();
+    release(db, tag);
+    // A backend may have re-read the row before this transaction commits: release again then.
+    let t = tag.to_string();
+    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &t));
+}
+
+/// What a tag's backing sequence has reserved, read under the sequence's own lock as nextval
+/// sees it: the largest value that may have been handed out, or None if nothing ever was.
+/// `last_value` with `is_called` is the whole truth: after `setval(.., false)` (what
+/// segment_set leaves) `pg_sequence_last_value()` is NULL although values below were issued.
+pub(super) fn persisted_hwm(seqoid: pg_sys::Oid, unit: i64, origin: i64) -> Option<i64> {
+    let name = qualified_relation_name(seqoid).unwrap_or_else(|| {
+        raise(
+            Code::ERRCODE_UNDEFINED_TABLE,
+            format!("the backing sequence (OID {}) of a segment tag does not exist", u32::from(seqoid)),
+            Some("Drop the tag with segment_drop() and create it again."),
+        )
+    });
+    let (last, called) = Spi::connect(|c| {
+        let t = c.select(&format!("SELECT last_value, is_called FROM {name}"), Some(1), &[])?;
+        let r = t.first();
+        Ok::<_, pgrx::spi::Error>((r.get::<i64>(1)?, r.get::<bool>(2)?))
+    })
+    .unwrap_or_else(|e| spi_failed("read the backing sequence", e));
+    let (Some(last), Some(called)) = (last, called) else {
+        raise(Code::ERRCODE_DATA_CORRUPTED, format!("sequence {name} has no state"), None)
+    };
+    if called {
+        Some(last.saturating_add(unit - 1))
+    } else if last > origin {
+        Some(last - 1) // moved by segment_set: anything below may have been handed out
+    } else {
+        None // never used
+    }
+}
+
+/// Moves a tag forward: values handed out from now on are >= `next` (superuser only). Values
+/// already reserved and cached are discarded (a gap). Like setval, not undone by ROLLBACK.
+#[pg_extern(volatile, parallel_unsafe, strict)]
+pub(super) fn segment_set(tag: &str, next: i64) -> i64 {
+    require_superuser("set a segment tag");
+    check_writable("set a segment tag");
+    let schema = extension_schema();
+    let _su = AsSuperuser::new();
+    let row = Spi::connect(|c| {
+        let t = c.select(
+            &format!(
+                "SELECT seq::pg_catalog.oid, unit::pg_catalog.int8, \
+                        nodes::pg_catalog.int8 OPERATOR(pg_catalog.*) unit, \
+                        start OPERATOR(pg_catalog.+) (node_index::pg_catalog.int8 OPERATOR(pg_catalog.*) unit) \
+                 FROM {schema}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1"
+            ),
+            Some(1),
+            &[tag.into()],
+        )?;
+        if t.is_empty() {
+            return Ok::<_, pgrx::spi::Error>(None);
+        }
+        let r = t.first();
+        Ok(Some((r.get::<pg_sys::Oid>(1)?, r.get::<i64>(2)?, r.get::<i64>(3)?, r.get::<i64>(4)?)))
+    })
+    .unwrap_or_else(|e| spi_failed("read the tag", e));
+    let Some((Some(seqoid), Some(unit), Some(stride), Some(origin))) = row else { unknown_tag(tag) };
+    // Block concurrent reservations (nextval takes RowExclusiveLock) until this transaction
+    // ends, then read what has been reserved: nothing can be reserved between the read and
+    // the setval below.
+    // SAFETY: locks a relation by OID; released at transaction end.
+    unsafe { pg_sys::LockRelationOid(seqoid, pg_sys::ShareRowExclusiveLock as i32) };
+    if let Some(h) = persisted_hwm(seqoid, unit, origin) {
+        if next <= h {
+            raise_full(
+                Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("segment_set can only move tag \"{tag}\" forward: values up to {h} may have been handed out"),
+                Some(format!("Requested next value: {next}.")),
+                Some("Pass a value above the persisted high-water mark shown by segment_status."),
+            );
+        }
+    }
+    let Some(chunk) = chunk_at_or_above(origin, stride, next).filter(|c| c.checked_add(unit).is_some())
+    else {
+        raise(
+            Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("{next} is too close to the largest bigint"),
+            None,
+        )
+    };
+    Spi::run_with_args(
+        "SELECT pg_catalog.setval($1::pg_catalog.oid::pg_catalog.regclass, $2, false)",
+        &[seqoid.into(), chunk.into()],
+    )
+    .unwrap_or_else(|e| spi_failed("move the backing sequence", e));
+    flush_wal_and_wait_for_sync_standbys();
+    release(my_db(), tag);
+    chunk
+}
+
+/// An SPI call failed: say which, with PostgreSQL's message (never another meaning).
+pub(super) fn spi_failed(what: &str, e: pgrx::spi::Error) -> ! {
+    raise(Code::ERRCODE_INTERNAL_ERROR, format!("pg_idgen could not {what}: {e}"), None)
+}

@@ -1,0 +1,221 @@
+//! Finding, claiming and releasing a tag's entry in the shared table (the slow path of a
+//! backend's first use of a tag, and what drop, create and set do). Follows the locking
+//! protocol of [`super::table`].
+
+use pg_idgen_core::segment::Buffers;
+use pgrx::pg_sys;
+
+use super::config::{read_config, unknown_tag, TagConfig};
+use super::table::{entry_ptr, header, my_db, Entry, Held, HEADER, MAX_TAG_BYTES};
+use crate::catalog::relation_exists_locked;
+use crate::errors::{raise, Code};
+
+pub(super) unsafe fn entry_matches(e: *const Entry, db: pg_sys::Oid, tag: &[u8]) -> bool {
+    // SAFETY: identity fields are read under the table lock; `e` is a valid entry.
+    unsafe {
+        let e = &*e;
+        e.in_use && e.dbid == db && &e.tag[..e.tag_len] == tag
+    }
+}
+
+/// Finds the entry of (this database, tag), claiming one on first use. Slow path.
+pub(super) fn find_or_claim(tag: &str) -> (usize, u64) {
+    let h = header();
+    let db = my_db();
+    // SAFETY: `h` is the live header; capacity never changes after startup.
+    let cap = unsafe { (*h).capacity };
+    for _attempt in 0..3 {
+        {
+            // Identity fields change only under the table lock held exclusively: shared suffices.
+            let _t = Held::table_shared();
+            let found = (0..cap).find_map(|i| {
+                let e = entry_ptr(i);
+                // SAFETY: identity fields are read under the table lock (see the protocol).
+                unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation)) }
+            });
+            if let Some(found) = found {
+                return found;
+            }
+        }
+        // Not in shared memory yet: read the catalog with no LWLock held.
+        let Some(cfg) = read_config(tag) else { unknown_tag(tag) };
+        let claimed = claim(tag, &cfg).or_else(|| {
+            // Full: entries of databases dropped since they were claimed can be reused.
+            reclaim_dropped_databases().then(|| claim(tag, &cfg)).flatten()
+        });
+        let Some((idx, gen)) = claimed else {
+            raise(
+                Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                format!("the shared segment table is full: all {cap} entries are in use"),
+                Some("Raise pg_idgen.max_segments (takes a server restart), or drop tags no longer used with segment_drop()."),
+            )
+        };
+        // The row read may belong to a tag whose drop committed after it was read, and whose
+        // release (at that commit) ran before the claim: the entry would point at a dropped
+        // sequence for every backend. Waiting for a lock on the sequence waits for such a drop
+        // to finish; if the sequence is gone, undo the claim and read the catalog again.
+        if relation_exists_locked(cfg.seqoid, pg_sys::AccessShareLock) {
+            return (idx, gen);
+        }
+        release_claim(idx, gen);
+    }
+    raise(
+        Code::ERRCODE_OBJECT_IN_USE,
+        format!("segment tag \"{tag}\" is being dropped and re-created concurrently"),
+        Some("Retry the statement."),
+    )
+}
+
+/// Frees the entries of databases that no longer exist; true if it freed any. Database
+/// existence is checked in the syscache (the current catalog state, not the caller's snapshot).
+pub(super) fn reclaim_dropped_databases() -> bool {
+    let h = header();
+    // SAFETY: as above.
+    let cap = unsafe { (*h).capacity };
+    let mut in_table: Vec<pg_sys::Oid> = {
+        let _t = Held::table_shared();
+        (0..cap)
+            .filter_map(|i| {
+                let e = entry_ptr(i);
+                // SAFETY: identity fields are read under the table lock.
+                unsafe { (*e).in_use.then_some((*e).dbid) }
+            })
+            .collect()
+    };
+    in_table.sort_unstable_by_key(|o| u32::from(*o));
+    in_table.dedup();
+    // SAFETY: AcceptInvalidationMessages and a syscache probe are plain catalog access, done
+    // with no LWLock held.
+    let dead: Vec<pg_sys::Oid> = unsafe {
+        pg_sys::AcceptInvalidationMessages();
+        in_table
+            .into_iter()
+            .filter(|db| {
+                !pg_sys::SearchSysCacheExists(
+                    pg_sys::SysCacheIdentifier::DATABASEOID as i32,
+                    pg_sys::Datum::from(*db),
+                    pg_sys::Datum::from(0),
+                    pg_sys::Datum::from(0),
+                    pg_sys::Datum::from(0),
+                )
+            })
+            .collect()
+    };
+    if dead.is_empty() {
+        return false;
+    }
+    let _t = Held::table();
+    for i in 0..cap {
+        let _g = Held::entry(i);
+        let e = entry_ptr(i);
+        // SAFETY: identity fields are written with both the table and the entry lock held.
+        unsafe {
+            if (*e).in_use && dead.contains(&(*e).dbid) {
+                (*e).in_use = false;
+                (*h).next_gen += 1;
+                (*e).generation = (*h).next_gen;
+            }
+        }
+    }
+    true
+}
+
+/// Undoes a claim of entry `idx` made with generation `gen`, unless it changed meanwhile.
+pub(super) fn release_claim(idx: usize, gen: u64) {
+    let h = header();
+    let _t = Held::table();
+    let _g = Held::entry(idx);
+    let e = entry_ptr(idx);
+    // SAFETY: identity fields are written with both the table and the entry lock held.
+    unsafe {
+        if (*e).in_use && (*e).generation == gen {
+            (*e).in_use = false;
+            (*h).next_gen += 1;
+            (*e).generation = (*h).next_gen;
+        }
+    }
+}
+
+/// Claims a free entry for (this database, tag), unless another backend claimed one meanwhile.
+/// None when the table is full.
+pub(super) fn claim(tag: &str, cfg: &TagConfig) -> Option<(usize, u64)> {
+    let h = header();
+    let db = my_db();
+    // SAFETY: as above.
+    let cap = unsafe { (*h).capacity };
+    let _t = Held::table();
+    let found = (0..cap).find_map(|i| {
+        let _g = Held::entry(i);
+        let e = entry_ptr(i);
+        // SAFETY: identity fields are read under the table and entry locks.
+        unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation)) }
+    });
+    if found.is_some() {
+        return found; // claimed meanwhile
+    }
+    for i in 0..cap {
+        let _g = Held::entry(i);
+        let e = entry_ptr(i);
+        // SAFETY: the table lock is held exclusively and the entry lock too: the entry may be
+        // rewritten whole (see the protocol); its condition variable lives outside it.
+        unsafe {
+            if (*e).in_use {
+                continue;
+            }
+            (*h).next_gen += 1;
+            let gen = (*h).next_gen;
+            std::ptr::write(
+                e,
+                Entry {
+                    in_use: true,
+                    generation: gen,
+                    dbid: db,
+                    tag_len: tag.len(),
+                    tag: [0; MAX_TAG_BYTES],
+                    seqoid: cfg.seqoid,
+                    unit: cfg.unit,
+                    stride: cfg.stride,
+                    mult: cfg.mult,
+                    min_m: cfg.min_m,
+                    max_m: cfg.max_m,
+                    target_ms: cfg.target_ms,
+                    bufs: Buffers::default(),
+                    refilling: false,
+                    ahead_failed: false,
+                    issued: 0,
+                    refills: 0,
+                    sync_refills: 0,
+                    discarded: 0,
+                    last_refill_ms: 0,
+                },
+            );
+            (&mut (*e).tag)[..tag.len()].copy_from_slice(tag.as_bytes());
+            return Some((i, gen));
+        }
+    }
+    None
+}
+
+/// Releases the entry of (db, tag) if it is in shared memory: its cached values are dropped
+/// (gaps) and backends holding its index see the generation change.
+pub(super) fn release(db: pg_sys::Oid, tag: &str) {
+    // SAFETY: HEADER is set once at startup.
+    if unsafe { HEADER.is_null() } {
+        return;
+    }
+    let h = header();
+    let _t = Held::table();
+    // SAFETY: as above.
+    for i in 0..unsafe { (*h).capacity } {
+        let _g = Held::entry(i);
+        let e = entry_ptr(i);
+        // SAFETY: identity fields are written with both the table and the entry lock held.
+        unsafe {
+            if entry_matches(e, db, tag.as_bytes()) {
+                (*e).in_use = false;
+                (*h).next_gen += 1;
+                (*e).generation = (*h).next_gen;
+            }
+        }
+    }
+}

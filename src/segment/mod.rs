@@ -1,0 +1,29 @@
+//! Segment sequences (SPEC §6): dense 64-bit counters per tag, handed out from shared memory in
+//! durable batches ("segments"), Meituan Leaf's segment mode with its double buffer.
+//!
+//! Durability design. Each tag is backed by a real PostgreSQL sequence (created by
+//! `segment_create`, named `pg_idgen_seg_<n>` in the extension's schema) with
+//! `INCREMENT BY nodes*unit START start + node_index*unit`: one `nextval` reserves one *chunk* of
+//! `unit` values. A reservation calls `nextval_oid` directly (non-transactional: a ROLLBACK of the
+//! caller does not give it back), then `XLogFlush`es the WAL inserted so far (the sequence's
+//! WAL record, which PostgreSQL writes ahead of the value, or the record of another backend's
+//! reservation that covers it) and waits for synchronous standbys if any are configured — all
+//! before a value of the chunk is handed out. Sequences are WAL-logged (crash recovery,
+//! streaming standbys) and, created at run time, are not extension members, so pg_dump dumps them
+//! with their current value; the tag metadata lives in `pg_idgen_segments`, registered with
+//! `pg_extension_config_dump`. A restart only forgets the cached remainder (gaps, never reuse).
+//!
+//! Files: [`table`] (the shared table, its locks and the locking protocol), [`claim`] (finding and
+//! claiming a tag's entry), [`config`] (a tag's stored configuration), [`reserve`] (durable
+//! reservations and refills), [`hot`] (`segment_next`), [`admin`] (create, drop, set),
+//! [`status`] (the `segment_status` view's functions). The DDL is in `sql/segment.sql`.
+
+mod admin;
+mod claim;
+mod config;
+mod hot;
+mod reserve;
+mod status;
+mod table;
+
+pub use table::{attach_shmem, request_shmem};

@@ -1,0 +1,203 @@
+//! Durable reservations: `nextval` on the tag's backing sequence, the WAL flush and the wait for
+//! synchronous standbys, and installing the result in the entry's double buffer (refill).
+
+use pg_idgen_core::segment::{next_multiple, Segment};
+use pgrx::pg_sys;
+
+use super::table::{cv_ptr, entry_ptr, Entry, Held};
+use crate::catalog::AsSuperuser;
+use crate::clock::now_unix_ms;
+use crate::errors::{raise, Code};
+
+unsafe extern "C-unwind" {
+    /// The C function itself, only ever called by `DirectFunctionCall1Coll` (which pgrx guards).
+    #[link_name = "nextval_oid"]
+    fn raw_nextval_oid(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum;
+}
+
+/// The current WAL insert position as a flush target. When nothing has been inserted on the
+/// current page yet, `GetXLogInsertRecPtr` points just past the page header, a position no
+/// record ends at, and `XLogFlush` to it would fail ("xlog flush request … is not satisfied"):
+/// use the page boundary instead, which is where the last record ended.
+pub(super) fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
+    let maxalign = |n: usize| n.next_multiple_of(pg_sys::MAXIMUM_ALIGNOF as usize) as u64;
+    let short_phd = maxalign(std::mem::size_of::<pg_sys::XLogPageHeaderData>()); // SizeOfXLogShortPHD
+    let long_phd = maxalign(std::mem::size_of::<pg_sys::XLogLongPageHeaderData>()); // SizeOfXLogLongPHD
+    let page_off = ptr % pg_sys::XLOG_BLCKSZ as u64;
+    // SAFETY: wal_segment_size is set at startup and never changes afterwards.
+    let seg_off = ptr % unsafe { pg_sys::wal_segment_size } as u64;
+    if page_off == short_phd && seg_off != short_phd || seg_off == long_phd {
+        ptr - page_off
+    } else {
+        ptr
+    }
+}
+
+/// Makes everything inserted into WAL so far durable, and waits for synchronous standbys if any
+/// are configured, as a commit does.
+pub(super) fn flush_wal_and_wait_for_sync_standbys() {
+    // SAFETY: XLogFlush raises an ERROR on failure; SyncRepWaitForLSN must run with interrupts
+    // held, as RecordTransactionCommit does (it asserts so on assert-enabled builds): a cancel
+    // or termination during the wait is turned into a WARNING and the wait ends; interrupts
+    // are serviced again at the next CHECK_FOR_INTERRUPTS after RESUME.
+    unsafe {
+        let upto = flushable(pg_sys::GetXLogInsertRecPtr());
+        pg_sys::XLogFlush(upto);
+        pg_sys::InterruptHoldoffCount += 1; // HOLD_INTERRUPTS()
+        pg_sys::SyncRepWaitForLSN(upto, false);
+        pg_sys::InterruptHoldoffCount -= 1; // RESUME_INTERRUPTS()
+    }
+}
+
+/// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with
+/// no LWLock held. Returns the segment, or None if the chunks would overflow bigint.
+pub(super) fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Segment> {
+    // SAFETY: a flag of the current transaction.
+    if unsafe { pg_sys::XactReadOnly } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot reserve a new segment in a read-only transaction",
+            Some("segment_next() reserves values durably when its segment runs out, like nextval(); call it in a read-write transaction."),
+        );
+    }
+    let mut starts = Vec::with_capacity(mult as usize);
+    {
+        let _su = AsSuperuser::new();
+        for _ in 0..mult {
+            // SAFETY: nextval_oid is a V1 function taking a regclass; DirectFunctionCall1Coll
+            // builds its call frame and is itself guarded by pgrx.
+            let d = unsafe {
+                pg_sys::DirectFunctionCall1Coll(
+                    Some(raw_nextval_oid),
+                    pg_sys::Oid::INVALID,
+                    pg_sys::Datum::from(seqoid),
+                )
+            };
+            starts.push(d.value() as i64);
+        }
+    }
+    // Everything inserted so far: our nextval's record, or the earlier record (possibly another
+    // backend's, still unflushed) that covers the values we got.
+    flush_wal_and_wait_for_sync_standbys();
+    Segment::from_chunks(&starts, unit, stride)
+}
+
+/// Runs `f` in an internal subtransaction, as a PL/pgSQL exception block does: an ERROR in `f`
+/// rolls the subtransaction back (releasing the sequence's buffer lock, its relation and
+/// whatever else it held) and is returned, so the caller decides whether to rethrow it.
+pub(super) fn in_subtransaction<T>(
+    f: impl FnOnce() -> T + std::panic::UnwindSafe,
+) -> Result<T, Box<pgrx::pg_sys::panic::CaughtError>> {
+    // SAFETY: the standard internal-subtransaction protocol (see plpgsql's exec_stmt_block): save
+    // the memory context and resource owner, begin, run, then release or roll back and restore.
+    unsafe {
+        let cxt = pg_sys::CurrentMemoryContext;
+        let owner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(cxt);
+        let result = pgrx::PgTryBuilder::new(move || Ok(f())).catch_others(|e| Err(Box::new(e))).execute();
+        match result {
+            Ok(_) => pg_sys::ReleaseCurrentSubTransaction(),
+            Err(_) => {
+                pg_sys::MemoryContextSwitchTo(cxt);
+                pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            }
+        }
+        pg_sys::MemoryContextSwitchTo(cxt);
+        pg_sys::CurrentResourceOwner = owner;
+        result
+    }
+}
+
+/// Refills entry `idx` (generation `gen`). `sync`: both buffers were empty and the caller has no
+/// value; otherwise the caller already holds a value and a failed reservation must not cost it
+/// that value (it is returned; the entry stops refilling ahead until a synchronous refill).
+pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
+    let (seqoid, unit, stride, mult) = {
+        let _g = Held::entry(idx);
+        let e = entry_ptr(idx);
+        // SAFETY: mutable entry fields are read under the entry lock.
+        unsafe {
+            if !(*e).in_use || (*e).generation != gen {
+                return;
+            }
+            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult)
+        }
+    };
+    // SAFETY: a flag of the current transaction.
+    if !sync && unsafe { pg_sys::XactReadOnly } {
+        finish_refill(idx, gen, |e| e.refilling = false);
+        return; // in a read-only transaction only a caller left with no value reserves (and fails)
+    }
+    let reserved = in_subtransaction(move || reserve(seqoid, unit, stride, mult));
+    let seg = match reserved {
+        Ok(seg) => seg,
+        Err(error) => {
+            finish_refill(idx, gen, |e| {
+                e.refilling = false;
+                if !sync {
+                    e.ahead_failed = true;
+                }
+            });
+            let cancelled = matches!(&*error, pgrx::pg_sys::panic::CaughtError::PostgresError(r)
+                if matches!(r.sql_error_code(), Code::ERRCODE_QUERY_CANCELED | Code::ERRCODE_ADMIN_SHUTDOWN));
+            if sync || cancelled {
+                error.rethrow();
+            }
+            return; // the caller's value stands; the next synchronous refill retries and reports
+        }
+    };
+    let now = now_unix_ms();
+    let mut overflow = false;
+    finish_refill(idx, gen, |e| {
+        e.refilling = false;
+        let Some(seg) = seg else {
+            overflow = true;
+            e.ahead_failed = true;
+            return;
+        };
+        match e.bufs.install(seg) {
+            pg_idgen_core::segment::Installed::Discarded => e.discarded += 1,
+            _ => {
+                e.ahead_failed = false;
+                e.refills += 1;
+                if sync {
+                    e.sync_refills += 1;
+                }
+                if e.last_refill_ms > 0 {
+                    let lasted = now - e.last_refill_ms;
+                    e.mult = next_multiple(e.mult, lasted, e.target_ms, e.min_m, e.max_m);
+                }
+                e.last_refill_ms = now;
+            }
+        }
+    });
+    if overflow && sync {
+        overflow_oid(seqoid);
+    }
+}
+
+/// Applies `f` to entry `idx` under its lock if it still has generation `gen` (a drop or set
+/// meanwhile makes the reservation a gap), then wakes the backends waiting for this refill.
+pub(super) fn finish_refill(idx: usize, gen: u64, f: impl FnOnce(&mut Entry)) {
+    {
+        let _g = Held::entry(idx);
+        let e = entry_ptr(idx);
+        // SAFETY: the entry lock is held; `f` does arithmetic only (see the protocol).
+        unsafe {
+            if (*e).generation == gen {
+                f(&mut *e);
+            }
+        }
+    }
+    // SAFETY: the condition variable of entry `idx` lives in shared memory for the server's life.
+    unsafe { pg_sys::ConditionVariableBroadcast(cv_ptr(idx)) };
+}
+
+pub(super) fn overflow_oid(seqoid: pg_sys::Oid) -> ! {
+    raise(
+        Code::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+        format!("segment sequence {} has reached the largest bigint value", u32::from(seqoid)),
+        None,
+    )
+}

@@ -1,0 +1,100 @@
+//! What `segment_status` shows: the shared entries of this database and each tag's persisted
+//! high-water mark.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::admin::{persisted_hwm, spi_failed};
+use super::table::{entry_ptr, my_db, Held, HEADER};
+use crate::catalog::{extension_schema, AsSuperuser};
+use crate::clock::ms_to_timestamptz;
+
+/// Shared-memory state of this database's tags (used by the segment_status view).
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+pub(super) fn segment_status_shmem() -> TableIterator<
+    'static,
+    (
+        name!(tag, String),
+        name!(current_step, i64),
+        name!(cursor, Option<i64>),
+        name!(segment_end, Option<i64>),
+        name!(next_start, Option<i64>),
+        name!(next_end, Option<i64>),
+        name!(values_issued, i64),
+        name!(refills, i64),
+        name!(sync_refills, i64),
+        name!(discarded, i64),
+        name!(last_refill, Option<TimestampWithTimeZone>),
+    ),
+> {
+    let mut rows = Vec::new();
+    // SAFETY: HEADER is set once at startup; each entry is copied under its own lock.
+    if unsafe { !HEADER.is_null() } {
+        let db = my_db();
+        for i in 0..unsafe { (*HEADER).capacity } {
+            let snap = {
+                let _g = Held::entry(i);
+                let e = entry_ptr(i);
+                unsafe {
+                    if !(*e).in_use || (*e).dbid != db {
+                        continue;
+                    }
+                    std::ptr::read(e)
+                }
+            };
+            let b = snap.bufs;
+            let cur_end = (!b.cur.is_empty()).then(|| b.cur.last());
+            let tag = String::from_utf8_lossy(&snap.tag[..snap.tag_len]).into_owned();
+            rows.push((
+                tag,
+                snap.mult * snap.unit,
+                b.cursor(),
+                cur_end,
+                (!b.next.is_empty()).then_some(b.next.first),
+                (!b.next.is_empty()).then(|| b.next.last()),
+                snap.issued,
+                snap.refills,
+                snap.sync_refills,
+                snap.discarded,
+                (snap.last_refill_ms > 0).then(|| ms_to_timestamptz(snap.last_refill_ms)),
+            ));
+        }
+    }
+    TableIterator::new(rows)
+}
+
+/// The persisted high-water mark of every tag of this database: the largest value that may
+/// have been handed out (NULL before the first reservation). Readable by every role (through the
+/// segment_status view): the sequences are read as the extension, with the search path pinned.
+#[pg_extern(volatile, parallel_safe)]
+pub(super) fn segment_persisted(
+) -> TableIterator<'static, (name!(tag, String), name!(persisted_hwm, Option<i64>))> {
+    let schema = extension_schema();
+    let _su = AsSuperuser::new();
+    let tags = Spi::connect(|c| {
+        let t = c.select(
+            &format!(
+                "SELECT tag, seq::pg_catalog.oid, unit::pg_catalog.int8, \
+                        start OPERATOR(pg_catalog.+) (node_index::pg_catalog.int8 OPERATOR(pg_catalog.*) unit) \
+                 FROM {schema}.pg_idgen_segments"
+            ),
+            None,
+            &[],
+        )?;
+        let mut v = Vec::new();
+        for r in t {
+            v.push((r.get::<String>(1)?, r.get::<pg_sys::Oid>(2)?, r.get::<i64>(3)?, r.get::<i64>(4)?));
+        }
+        Ok::<_, pgrx::spi::Error>(v)
+    })
+    .unwrap_or_else(|e| spi_failed("read pg_idgen_segments", e));
+    let rows: Vec<_> = tags
+        .into_iter()
+        .filter_map(|row| match row {
+            (Some(tag), Some(seq), Some(unit), Some(origin)) => Some((tag, persisted_hwm(seq, unit, origin))),
+            _ => None,
+        })
+        .collect();
+    TableIterator::new(rows)
+}

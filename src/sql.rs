@@ -1,0 +1,33 @@
+//! The hand-written SQL of the extension (`sql/`), in the order it appears in the install script
+//! after the functions pgrx generates: the catalog trigger function, then per subsystem its
+//! tables, views, triggers, privileges and comments.
+
+use pgrx::prelude::*;
+
+extension_sql_file!("../sql/catalog.sql", name = "catalog");
+extension_sql_file!(
+    "../sql/layouts.sql",
+    name = "layouts",
+    requires = ["catalog", layouts::uid_layout_register, layouts::uid_layout_drop]
+);
+extension_sql_file!(
+    "../sql/worker.sql",
+    name = "worker",
+    requires = ["layouts", worker::set_worker_id, worker::clear_worker_id]
+);
+extension_sql_file!(
+    "../sql/snowflake.sql",
+    name = "snowflake",
+    requires = [snowflake::snowflake_accept_layout, snowflake::snowflake_next, snowflake::snowflake_stats]
+);
+extension_sql_file!(
+    "../sql/segment.sql",
+    name = "segment",
+    requires = [
+        segment::admin::segment_create,
+        segment::admin::segment_drop,
+        segment::admin::segment_set,
+        segment::status::segment_status_shmem,
+        segment::status::segment_persisted
+    ]
+);

@@ -1,0 +1,164 @@
+-- security: an ordinary role that owns a schema full of shadowing functions and operators calls
+-- every PUBLIC entry point with that schema first in its search_path, and again with it after
+-- pg_catalog; a superuser runs the administration functions with the same paths. None of the
+-- shadows may run (each records its call and tries to make the role a superuser).
+SET client_min_messages = warning;
+CREATE ROLE regress_mallory LOGIN NOSUPERUSER;
+CREATE SCHEMA mallory AUTHORIZATION regress_mallory;
+CREATE TABLE public.shadow_calls (fn text, by_user name DEFAULT current_user);
+GRANT INSERT, SELECT ON public.shadow_calls TO PUBLIC;
+CREATE FUNCTION public.shadow_hit(fn text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.shadow_calls (fn) VALUES (fn);
+  BEGIN
+    EXECUTE 'ALTER ROLE regress_mallory SUPERUSER';
+  EXCEPTION WHEN others THEN NULL;
+  END;
+END $$;
+-- state the entry points use: a tag, a custom layout
+SELECT segment_create('sec', 10);
+SELECT uid_layout_register('sec_layout', '2016-09-20Z', 29, 21, 13, unit_ms => 1000);
+\c - regress_mallory
+SET client_min_messages = warning;
+-- the shadows: every function and operator the extension's statements use, with exact types
+CREATE FUNCTION mallory.quote_ident(name) RETURNS text LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('quote_ident(name)'); RETURN pg_catalog.quote_ident($1::text); END $$;
+CREATE FUNCTION mallory.quote_ident(text) RETURNS text LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('quote_ident(text)'); RETURN pg_catalog.quote_ident($1); END $$;
+CREATE FUNCTION mallory.format(text) RETURNS text LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('format(text)'); RETURN $1; END $$;
+CREATE FUNCTION mallory.nextval(regclass) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('nextval'); RETURN pg_catalog.nextval($1); END $$;
+CREATE FUNCTION mallory.setval(regclass, bigint, boolean) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('setval'); RETURN pg_catalog.setval($1, $2, $3); END $$;
+CREATE FUNCTION mallory.to_regclass(text) RETURNS regclass LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('to_regclass'); RETURN pg_catalog.to_regclass($1); END $$;
+CREATE FUNCTION mallory.pg_sequence_last_value(regclass) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('pg_sequence_last_value'); RETURN pg_catalog.pg_sequence_last_value($1); END $$;
+CREATE FUNCTION mallory.now() RETURNS timestamptz LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('now'); RETURN pg_catalog.now(); END $$;
+CREATE FUNCTION mallory.date_part(text, interval) RETURNS float8 LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('date_part(interval)'); RETURN pg_catalog.date_part($1, $2); END $$;
+CREATE FUNCTION mallory.date_part(text, timestamptz) RETURNS float8 LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('date_part(timestamptz)'); RETURN pg_catalog.date_part($1, $2); END $$;
+CREATE FUNCTION mallory.extract(text, timestamptz) RETURNS numeric LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('extract'); RETURN pg_catalog.extract($1, $2); END $$;
+CREATE FUNCTION mallory.eq_text(text, text) RETURNS bool LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('=(text,text)'); RETURN pg_catalog.texteq($1, $2); END $$;
+CREATE OPERATOR mallory.= (LEFTARG = text, RIGHTARG = text, FUNCTION = mallory.eq_text);
+CREATE FUNCTION mallory.eq_name(name, name) RETURNS bool LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('=(name,name)'); RETURN pg_catalog.nameeq($1, $2); END $$;
+CREATE OPERATOR mallory.= (LEFTARG = name, RIGHTARG = name, FUNCTION = mallory.eq_name);
+CREATE FUNCTION mallory.eq_oid(oid, oid) RETURNS bool LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('=(oid,oid)'); RETURN pg_catalog.oideq($1, $2); END $$;
+CREATE OPERATOR mallory.= (LEFTARG = oid, RIGHTARG = oid, FUNCTION = mallory.eq_oid);
+CREATE FUNCTION mallory.mul_int8(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('*(bigint,bigint)'); RETURN pg_catalog.int8mul($1, $2); END $$;
+CREATE OPERATOR mallory.* (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = mallory.mul_int8);
+CREATE FUNCTION mallory.mul_int8_4(bigint, integer) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('*(bigint,integer)'); RETURN pg_catalog.int84mul($1, $2); END $$;
+CREATE OPERATOR mallory.* (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = mallory.mul_int8_4);
+CREATE FUNCTION mallory.mul_float(float8, integer) RETURNS float8 LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('*(float8,integer)'); RETURN $1 OPERATOR(pg_catalog.*) $2; END $$;
+CREATE OPERATOR mallory.* (LEFTARG = float8, RIGHTARG = integer, FUNCTION = mallory.mul_float);
+CREATE FUNCTION mallory.mul_numeric(numeric, integer) RETURNS numeric LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('*(numeric,integer)'); RETURN $1 OPERATOR(pg_catalog.*) $2; END $$;
+CREATE OPERATOR mallory.* (LEFTARG = numeric, RIGHTARG = integer, FUNCTION = mallory.mul_numeric);
+CREATE FUNCTION mallory.add_int8(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('+(bigint,bigint)'); RETURN pg_catalog.int8pl($1, $2); END $$;
+CREATE OPERATOR mallory.+ (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = mallory.add_int8);
+CREATE FUNCTION mallory.add_int4_8(integer, bigint) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('+(integer,bigint)'); RETURN pg_catalog.int48pl($1, $2); END $$;
+CREATE OPERATOR mallory.+ (LEFTARG = integer, RIGHTARG = bigint, FUNCTION = mallory.add_int4_8);
+CREATE FUNCTION mallory.sub_int8(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('-(bigint,bigint)'); RETURN pg_catalog.int8mi($1, $2); END $$;
+CREATE OPERATOR mallory.- (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = mallory.sub_int8);
+CREATE FUNCTION mallory.gt_int8(bigint, bigint) RETURNS bool LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('>(bigint,bigint)'); RETURN pg_catalog.int8gt($1, $2); END $$;
+CREATE OPERATOR mallory.> (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = mallory.gt_int8);
+-- every PUBLIC entry point, in a fresh session (cold caches), shadows first
+\c - regress_mallory
+SET client_min_messages = warning;
+SET search_path = mallory, pg_catalog, public;
+SELECT snowflake_next() > 0 AS generated;
+SELECT count(*) > 0 AS has_stats FROM snowflake_stats();
+SELECT name FROM snowflake_layout();
+SELECT worker_id, source FROM snowflake_worker();
+SELECT ts, worker_id, sequence FROM uid_decode(117809695279812608);
+SELECT * FROM uid_decode(7011234567890123456, 'sec_layout');
+SELECT snowflake_at('2026-06-01Z') > 0, snowflake_at('2026-06-01Z', 3, 'twitter') > 0;
+SELECT uid_compose('2026-06-01Z', 1, 2), uid_compose('2026-06-01Z', 1, 2, 'sec_layout');
+SELECT count(*) FROM uid_layouts();
+SELECT segment_next('sec'), segment_next('sec');
+SELECT tag, step, persisted_hwm, values_issued FROM segment_status;
+SELECT regress_sqlstate_of($$SELECT segment_create('mine')$$);
+SELECT regress_sqlstate_of($$SELECT segment_set('sec', 1000)$$);
+SELECT regress_sqlstate_of($$SELECT segment_drop('sec')$$);
+SELECT regress_sqlstate_of($$SELECT set_worker_id(5)$$);
+SELECT regress_sqlstate_of($$SELECT clear_worker_id()$$);
+SELECT regress_sqlstate_of($$SELECT uid_layout_register('mine', now(), 41, 10, 12)$$);
+SELECT regress_sqlstate_of($$SELECT uid_layout_drop('sec_layout')$$);
+SELECT regress_sqlstate_of($$SELECT snowflake_accept_layout()$$);
+SELECT regress_sqlstate_of($$SELECT pg_idgen_catalog_changed()$$);
+SELECT count(*) AS shadow_calls FROM public.shadow_calls;
+-- again in a fresh session, shadows after pg_catalog (an exact type match beats a cast)
+\c - regress_mallory
+SET client_min_messages = warning;
+SET search_path = pg_catalog, mallory, public;
+SELECT snowflake_next() > 0 AS generated;
+SELECT * FROM uid_decode(7011234567890123456, 'sec_layout');
+SELECT segment_next('sec');
+SELECT tag, step, persisted_hwm, values_issued FROM segment_status;
+SELECT count(*) FROM uid_layouts();
+SELECT count(*) AS shadow_calls FROM public.shadow_calls;
+-- a superuser with the hostile path: the administration functions run none of the shadows
+\c - postgres
+SET client_min_messages = warning;
+SET search_path = mallory, pg_catalog, public;
+SELECT segment_create('sec2', 5, nodes => 2, node_index => 1);
+SELECT segment_next('sec2'), segment_next('sec2');
+SELECT segment_set('sec2', 100);
+SELECT segment_next('sec2');
+SELECT tag, persisted_hwm FROM segment_status ORDER BY tag;
+SELECT segment_drop('sec2');
+SELECT segment_create('sec3', 10, min_step => 10, max_step => 40, target_interval => '1 minute');
+SELECT segment_next('sec3');
+SELECT segment_drop('sec3');
+SELECT uid_layout_register('sec_layout2', '2016-09-20Z', 29, 21, 13, unit_ms => 1000);
+SELECT uid_layout_drop('sec_layout2');
+SELECT set_worker_id(9);
+SELECT worker_id, source FROM snowflake_worker();
+SELECT clear_worker_id();
+SELECT snowflake_accept_layout();
+SELECT regress_sqlstate_of($$SELECT pg_idgen_catalog_changed()$$);
+SET search_path = pg_catalog, mallory, public;
+SELECT segment_create('sec4');
+SELECT segment_set('sec4', 50);
+SELECT segment_drop('sec4');
+SELECT set_worker_id(9);
+SELECT clear_worker_id();
+RESET search_path;
+-- snowflake_stats: every worker id to superusers and pg_read_all_stats, only the caller's own
+-- worker id to other roles (as pg_stat_statements)
+SET pg_idgen.worker_id = 42;
+SELECT snowflake_next() > 0 AS generated_as_42;
+RESET pg_idgen.worker_id;
+SELECT array_agg(worker_id ORDER BY worker_id) FILTER (WHERE worker_id IN (1, 42)) AS superuser_sees FROM snowflake_stats();
+\c - regress_mallory
+SELECT array_agg(worker_id ORDER BY worker_id) AS mallory_sees FROM snowflake_stats();
+\c - postgres
+GRANT pg_read_all_stats TO regress_mallory;
+\c - regress_mallory
+SELECT array_agg(worker_id ORDER BY worker_id) FILTER (WHERE worker_id IN (1, 42)) AS reader_sees FROM snowflake_stats();
+\c - postgres
+SET client_min_messages = warning;
+REVOKE pg_read_all_stats FROM regress_mallory;
+-- nothing ran, nobody gained anything
+SELECT count(*) AS shadow_calls FROM public.shadow_calls;
+SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_mallory';
+SELECT segment_drop('sec');
+SELECT uid_layout_drop('sec_layout');
+DROP SCHEMA mallory CASCADE;
+DROP TABLE public.shadow_calls;
+DROP FUNCTION public.shadow_hit(text);
+DROP ROLE regress_mallory;
