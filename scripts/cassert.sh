@@ -5,6 +5,7 @@
 #
 # Usage: scripts/cassert.sh            build (if needed) and print the install's pg_config path
 #        scripts/cassert.sh pg_config  print that path only (fails when not built)
+#        scripts/cassert.sh scan FILE|DIR...  look for assertion failures and crashes in logs
 #   Env: CASSERT_PREFIX (default /opt/pg15-cassert), CASSERT_CACHE (source and build tree,
 #        default /var/cache/pg_idgen-cassert), CASSERT_JOBS (make -j, default 2).
 #
@@ -31,6 +32,23 @@ WANT="$PG_SRC_VERSION upstream ${CONFIGURE_FLAGS[*]}"
 
 log() { printf '[cassert] %s\n' "$*" >&2; }
 SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+# scan FILE|DIR...: assertion failures and crashes in server logs. A failed Assert() prints
+# `TRAP: FailedAssertion(...)` and aborts; SIGSEGV/SIGBUS/SIGILL/SIGFPE are crashes; a SIGABRT
+# is one too unless the log has as many PANICs (a PANIC aborts on purpose: tests provoke some).
+# A SIGKILL is what the crash tests do. Prints the findings; exit 1 if any.
+if [ "${1:-}" = scan ]; then
+    shift
+    files=()
+    while IFS= read -r f; do files+=("$f"); done < <(find "$@" -type f 2>/dev/null)
+    [ ${#files[@]} -gt 0 ] || exit 0
+    awk '/ PANIC: /                                { p[FILENAME]++ }
+         /terminated by signal 6/                  { a[FILENAME]++; l[FILENAME] = l[FILENAME] "  " $0 "\n" }
+         /TRAP:|terminated by signal (4|7|8|11):/  { print FILENAME ": " $0; bad = 1 }
+         END { for (f in a) if (a[f] > p[f]) { printf "%s: %d SIGABRT without a PANIC:\n%s", f, a[f] - p[f], l[f]; bad = 1 }
+               exit bad }' "${files[@]}"
+    exit
+fi
 
 if [ "${1:-}" = pg_config ]; then
     [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT" ] || { log "not built; run scripts/cassert.sh"; exit 1; }
