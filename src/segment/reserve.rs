@@ -36,16 +36,68 @@ pub(super) fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
 /// Makes everything inserted into WAL so far durable, and waits for synchronous standbys if any
 /// are configured, as a commit does.
 pub(super) fn flush_wal_and_wait_for_sync_standbys() {
+    let upto;
     // SAFETY: XLogFlush raises an ERROR on failure; SyncRepWaitForLSN must run with interrupts
     // held, as RecordTransactionCommit does (it asserts so on assert-enabled builds): a cancel
     // or termination during the wait is turned into a WARNING and the wait ends; interrupts
-    // are serviced again at the next CHECK_FOR_INTERRUPTS after RESUME.
+    // are serviced again at the next CHECK_FOR_INTERRUPTS after RESUME. No Drop guard for the
+    // count: an ERROR inside resets InterruptHoldoffCount to 0 itself (errfinish).
     unsafe {
-        let upto = flushable(pg_sys::GetXLogInsertRecPtr());
+        upto = flushable(pg_sys::GetXLogInsertRecPtr());
         pg_sys::XLogFlush(upto);
         pg_sys::InterruptHoldoffCount += 1; // HOLD_INTERRUPTS()
         pg_sys::SyncRepWaitForLSN(upto, false);
         pg_sys::InterruptHoldoffCount -= 1; // RESUME_INTERRUPTS()
+    }
+    // A termination request ended the wait and is still pending: die here, before the values
+    // (not confirmed by the standbys) are handed out.
+    pgrx::check_for_interrupts!();
+    // A cancel (statement_timeout, pg_cancel_backend, ^C) also ends the wait, but
+    // SyncRepWaitForLSN consumes it (QueryCancelPending = false, WARNING "canceling wait for
+    // synchronous replication"). For a commit that is the end of the transaction; here the
+    // statement would go on, hand out values the standbys never confirmed (a failover could
+    // issue them again) and block again at its next reservation, the cancel lost. So a wait
+    // that ended short of `upto` is a cancelled statement.
+    if !sync_standbys_reached(upto) {
+        raise(
+            Code::ERRCODE_QUERY_CANCELED,
+            "canceling statement: the wait for synchronous standbys to confirm a segment reservation was cancelled",
+            Some("The values reserved are skipped (a gap); they were not handed out."),
+        );
+    }
+}
+
+/// Whether synchronous replication, if in effect, has confirmed `upto` at the level
+/// SyncRepWaitForLSN(upto, commit = false) waits for; true when it is not in effect (the same
+/// fast exits as SyncRepWaitForLSN: not requested, or the checkpointer has published that no
+/// synchronous standby is defined).
+fn sync_standbys_reached(upto: pg_sys::XLogRecPtr) -> bool {
+    // SAFETY: GUC variables of this backend, and WalSndCtl in shared memory (set up at startup).
+    // The LSNs there only increase and are 8-byte aligned: a read without SyncRepLock sees an
+    // old or a new value, and an old one can only make us report "not reached" after a wait
+    // that ended early anyway.
+    unsafe {
+        if pg_sys::max_wal_senders == 0
+            || pg_sys::synchronous_commit
+                <= pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_LOCAL_FLUSH as std::ffi::c_int
+        {
+            return true;
+        }
+        let ctl = pg_sys::WalSndCtl;
+        let status = std::ptr::read_volatile(&raw const (*ctl).sync_standbys_status) as u32;
+        if status & pg_sys::SYNC_STANDBY_DEFINED == 0 {
+            return true;
+        }
+        // syncrep.c's SyncRepWaitMode (static there) capped at flush, as for commit = false:
+        // write for synchronous_commit = remote_write, else flush (on, remote_apply)
+        let mode = if pg_sys::synchronous_commit
+            == pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_REMOTE_WRITE as std::ffi::c_int
+        {
+            pg_sys::SYNC_REP_WAIT_WRITE
+        } else {
+            pg_sys::SYNC_REP_WAIT_FLUSH
+        } as usize;
+        std::ptr::read_volatile(&raw const (*ctl).lsn[mode]) >= upto
     }
 }
 
@@ -139,7 +191,10 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
                     e.ahead_failed = true;
                 }
             });
-            let cancelled = matches!(&*error, pgrx::pg_sys::panic::CaughtError::PostgresError(r)
+            // a cancel from PostgreSQL (CHECK_FOR_INTERRUPTS) or from us (a cancelled wait for
+            // synchronous standbys, flush_wal_and_wait_for_sync_standbys) ends the statement
+            use pgrx::pg_sys::panic::CaughtError;
+            let cancelled = matches!(&*error, CaughtError::PostgresError(r) | CaughtError::ErrorReport(r)
                 if matches!(r.sql_error_code(), Code::ERRCODE_QUERY_CANCELED | Code::ERRCODE_ADMIN_SHUTDOWN));
             if sync || cancelled {
                 error.rethrow();
