@@ -99,7 +99,7 @@ CASSERT_PREFIX    ?= /opt/pg15-cassert
 CASSERT_PG_CONFIG := $(CASSERT_PREFIX)/bin/pg_config
 CASSERT_RUN_DIR   ?= /tmp/cassert-run
 CASSERT_PGRX_HOME ?= $(CASSERT_RUN_DIR)/pgrx-home
-CASSERT_IT        ?= 40 45 71 72 73 74 75 76 77 78
+CASSERT_IT        ?= 40 45 71 72 73 74 75 76 77 78 79
 CASSERT_ENV = PG_CONFIG=$(CASSERT_PG_CONFIG) PG_IDGEN_RUN_DIR=$(CASSERT_RUN_DIR) PGRX_HOME=$(CASSERT_PGRX_HOME)
 
 # Every layer runs even when an earlier one failed; the target fails at the end if any did.

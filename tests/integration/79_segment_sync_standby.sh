@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 78_segment_sync_standby: segment reservations with a synchronous standby
+# 79_segment_sync_standby: segment reservations with a synchronous standby
 # (synchronous_standby_names = '*'), the one path where SyncRepWaitForLSN really waits.
 #  * with the standby streaming, values come and every reservation is confirmed;
 #  * with the standby down, a reservation waits; a cancel (statement_timeout) ends the statement
