@@ -26,7 +26,8 @@
 //! * [`decode`] — `uid_decode`, `snowflake_at`, `uid_compose`, `snowflake_layout`;
 //!   [`layouts`] — named and custom layouts;
 //! * [`segment`] — segment sequences (`segment_next()` & co);
-//! * [`sql`] — the hand-written SQL in `sql/`, in install-script order.
+//! * [`sql`] — the hand-written SQL in `sql/`, in install-script order; [`tables`] — reading the
+//!   extension's tables and sequences by OID, without SQL.
 
 #![deny(ffi_unwind_calls)]
 
@@ -45,6 +46,7 @@ mod shmem;
 mod snowflake;
 mod sql;
 mod state_file;
+mod tables;
 mod wal;
 mod worker;
 

@@ -28,9 +28,10 @@
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use pg_idgen_core::generator::{reservation_end, state_before_tick};
-use pg_idgen_core::{Layout, WorkerState};
+use pg_idgen_core::generator::{reservation_end, state_before_tick, state_tick};
+use pg_idgen_core::{Layout, StateFile, WorkerState};
 use pgrx::pg_sys;
+use pgrx::prelude::*;
 
 use crate::errors::{raise, Code};
 use crate::gucs;
@@ -249,10 +250,6 @@ pub fn accept_layout() -> bool {
     set_persisted_layout(sh, &layout.canonical());
     persist(sh, layout, Override::None, pgrx::PgLogLevel::ERROR);
     sh.layout_mismatch.store(false, Ordering::Relaxed);
-    drop(_guard);
-    if was {
-        crate::layouts::warn_dependents_of_server_layout();
-    }
     was
 }
 
