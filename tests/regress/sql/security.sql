@@ -162,6 +162,9 @@ CREATE DATABASE regress_dbo_db OWNER regress_dbo TEMPLATE template0;
 SET client_min_messages = warning;
 CREATE EXTENSION pg_idgen;
 SELECT segment_create('t2', 5);
+CREATE FUNCTION pg_temp_regress_sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
+ALTER FUNCTION pg_temp_regress_sqlstate_of(text) SET SCHEMA pg_catalog;
 \c regress_dbo_db regress_dbo
 CREATE SCHEMA evil;
 CREATE FUNCTION evil.pwn() RETURNS boolean LANGUAGE plpgsql AS $$
@@ -175,13 +178,13 @@ SELECT public.segment_next('t2');
 BEGIN; ALTER SCHEMA public RENAME TO was_public; ALTER SCHEMA evil RENAME TO public; COMMIT;
 SELECT tag, persisted_hwm FROM was_public.segment_persisted();
 SELECT was_public.segment_next('t2');
-SELECT regress_sqlstate_of($$SELECT was_public.segment_next('no_such_tag')$$);
+SELECT pg_catalog.pg_temp_regress_sqlstate_of($$SELECT was_public.segment_next('no_such_tag')$$);
 SELECT count(*) FROM was_public.uid_layouts();
 SELECT worker_id, source FROM was_public.snowflake_worker();
 -- the schema owner can drop a backing sequence (not an extension member): a clean error, and the
 -- status view keeps working, never XX000
 DROP SEQUENCE was_public.pg_idgen_seg_1;
-SELECT regress_sqlstate_of($$SELECT count(was_public.segment_next('t2')) FROM generate_series(1, 20)$$);
+SELECT left(pg_catalog.pg_temp_regress_sqlstate_of($$SELECT count(was_public.segment_next('t2')) FROM generate_series(1, 20)$$), 5) AS sqlstate;
 SELECT tag, persisted_hwm FROM was_public.segment_status;
 SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_dbo';
 \c pg_idgen_regress postgres
