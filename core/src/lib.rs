@@ -1,6 +1,8 @@
 //! Pure logic of pg_idgen, with no PostgreSQL dependency so that it is testable with plain
 //! `cargo test`: id layouts and their arithmetic ([`layout`]) and the snowflake clock policy
-//! with an injectable clock ([`generator`]), segment arithmetic and the double buffer ([`segment`]).
+//! with an injectable clock ([`generator`]), segment arithmetic and the double buffer ([`segment`]),
+//! the keyed id mask ([`mask`]) and text codes ([`codes`]).
+#![forbid(unsafe_code)]
 
 pub mod generator;
 pub mod layout;
@@ -8,3 +10,7 @@ pub mod layout;
 pub use generator::{next_id, Clock, GenError, Issued, LocalState, Policy, SequenceStart, WorkerState};
 pub use layout::{FieldOrder, IdError, Layout, LayoutError, Parts, NAMED_LAYOUTS};
 pub mod segment;
+pub mod codes;
+pub mod mask;
+#[cfg(test)]
+mod ff1_vectors;
