@@ -25,7 +25,9 @@
 //!   masked id is not detected by the mask; the application checks that the id exists (and that
 //!   the caller may see it). Wrong key or wrong key version: garbage, not an error.
 
-use aes::{Aes128, Aes192, Aes256};
+use aes::cipher::{BlockCipherEncClosure, BlockCipherEncrypt, BlockSizeUser, Key, KeyInit, KeySizeUser};
+use aes::{Aes128, Aes192, Aes256Enc};
+use std::sync::Arc;
 use fpe::ff1::{FlexibleNumeralString, NumeralString, NumeralStringError, Operations, FF1};
 
 /// Bits of the masking domain: the non-negative `bigint`s, `0 ..= 2^63 - 1`.
@@ -141,6 +143,35 @@ impl NumeralString for Bits {
     }
 }
 
+/// AES-256 (the encryption direction, all FF1 needs) behind a reference count. The `fpe`
+/// crate clones its cipher for the PRF of every one of the ten rounds; the expanded key
+/// schedule of the runtime-detected AES backends is about a kilobyte, and copying it eleven
+/// times per call cost more than the AES itself. Cloning this is a reference-count increment;
+/// the encryption is `Aes256Enc`'s.
+#[derive(Clone)]
+pub struct SharedAes256(Arc<Aes256Enc>);
+
+impl BlockSizeUser for SharedAes256 {
+    type BlockSize = <Aes256Enc as BlockSizeUser>::BlockSize;
+}
+
+impl KeySizeUser for SharedAes256 {
+    type KeySize = <Aes256Enc as KeySizeUser>::KeySize;
+}
+
+impl KeyInit for SharedAes256 {
+    fn new(key: &Key<Self>) -> Self {
+        SharedAes256(Arc::new(Aes256Enc::new(key)))
+    }
+}
+
+impl BlockCipherEncrypt for SharedAes256 {
+    #[inline]
+    fn encrypt_with_backend(&self, f: impl BlockCipherEncClosure<BlockSize = Self::BlockSize>) {
+        self.0.encrypt_with_backend(f)
+    }
+}
+
 /// Why a mask could not be made or applied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MaskError {
@@ -174,7 +205,7 @@ impl std::error::Error for MaskError {}
 /// A keyed permutation of `0 ..= 2^bits - 1` (`bits` = 63 for ids): FF1-AES-256, radix 2,
 /// empty tweak. Build it once per key (it holds the expanded AES key schedule).
 pub struct Mask {
-    ff1: FF1<Aes256>,
+    ff1: FF1<SharedAes256>,
     bits: u32,
 }
 
@@ -192,7 +223,7 @@ impl Mask {
         if !(MIN_BITS..=DOMAIN_BITS).contains(&bits) {
             return Err(MaskError::DomainBits(bits));
         }
-        let ff1 = FF1::<Aes256>::new(key, 2).expect("radix 2 is valid");
+        let ff1 = FF1::<SharedAes256>::new(key, 2).expect("radix 2 is valid");
         Ok(Mask { ff1, bits })
     }
 
@@ -267,7 +298,7 @@ impl std::error::Error for Ff1Error {}
 
 fn run<C>(ff: FF1<C>, tweak: &[u8], radix: u32, numerals: &[u16], decrypt: bool) -> Result<Vec<u16>, Ff1Error>
 where
-    C: aes::cipher::BlockCipherEncrypt + Clone,
+    C: BlockCipherEncrypt + Clone,
 {
     if radix == 2 && numerals.len() <= 128 && numerals.iter().all(|&n| n < 2) {
         // The machine-word numeral string, the one `uid_mask` uses.
@@ -295,7 +326,7 @@ pub fn ff1(key: &[u8], tweak: &[u8], radix: u32, numerals: &[u16], decrypt: bool
     match key.len() {
         16 => run(FF1::<Aes128>::new(key, radix).map_err(|_| Ff1Error::Radix(radix))?, tweak, radix, numerals, decrypt),
         24 => run(FF1::<Aes192>::new(key, radix).map_err(|_| Ff1Error::Radix(radix))?, tweak, radix, numerals, decrypt),
-        32 => run(FF1::<Aes256>::new(key, radix).map_err(|_| Ff1Error::Radix(radix))?, tweak, radix, numerals, decrypt),
+        32 => run(FF1::<SharedAes256>::new(key, radix).map_err(|_| Ff1Error::Radix(radix))?, tweak, radix, numerals, decrypt),
         n => Err(Ff1Error::KeyLength(n)),
     }
 }
@@ -304,6 +335,7 @@ pub fn ff1(key: &[u8], tweak: &[u8], radix: u32, numerals: &[u16], decrypt: bool
 mod tests {
     use super::*;
     use crate::ff1_vectors;
+    use aes::Aes256;
 
     /// A fixed key for deterministic tests.
     const KEY: [u8; 32] = [
