@@ -7,6 +7,7 @@
 //! * [`layouts`] — decoding and composing ids (`uid_decode`, `snowflake_at`, `uid_compose`);
 //! * [`worker`] — the worker id: setting, catalog table, clone safety;
 //! * [`wal`] — the custom WAL resource manager that carries reservations to standbys;
+//! * [`mask`] — opaque public ids: `uid_mask`/`uid_unmask` (FF1), mask keys, text codes;
 //! * [`errors`] — SQLSTATEs, messages and hints.
 //!
 //! The pure logic (bit layouts, the clock policy) lives in the `pg_idgen_core` crate.
@@ -16,6 +17,7 @@ use pgrx::prelude::*;
 mod errors;
 mod gucs;
 mod layouts;
+mod mask;
 mod segment;
 mod shmem;
 mod snowflake;
@@ -34,6 +36,7 @@ pub extern "C-unwind" fn _PG_init() {
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
     gucs::init(preloading);
     layouts::init();
+    mask::init();
     if preloading {
         shmem::init();
         segment::init();
