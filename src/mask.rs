@@ -921,7 +921,7 @@ mod tests {
         assert_eq!(Spi::get_one_with_args::<i64>("SELECT uid_unmask($1, 't_priv')", &[as_su.into()]).unwrap(), Some(7));
         assert!(sqlstate_of("SELECT key FROM pg_idgen_mask_keys").starts_with("42501"));
         assert!(sqlstate_of("SELECT count(*) FROM pg_idgen_mask_keys").starts_with("42501"));
-        assert!(sqlstate_of("COPY pg_idgen_mask_keys TO STDOUT").starts_with("42501"));
+        assert!(sqlstate_of("COPY pg_idgen_mask_keys TO '/dev/null'").starts_with("42501"));
         assert!(sqlstate_of("SELECT uid_mask_key_create('t_mine')").starts_with("42501"));
         assert!(sqlstate_of("SELECT uid_mask_key_rotate('t_priv')").starts_with("42501"));
         assert!(sqlstate_of("SELECT uid_mask_key_set_in_use('t_priv', 1, false)").starts_with("42501"));
