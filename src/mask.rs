@@ -497,19 +497,19 @@ fn locked_versions(name: &str) -> (Vec<i32>, i32) {
     })
 }
 
-fn insert_version(name: &str, version: i32) {
+/// Inserts a new random key version; `by` is the calling role (the insert runs as the owner).
+fn insert_version(name: &str, version: i32, by: &str) {
     let mut key = [0u8; KEY_LEN];
     if !unsafe { pg_sys::pg_strong_random(key.as_mut_ptr().cast(), key.len()) } {
         raise(Code::ERRCODE_INTERNAL_ERROR, "could not generate a random key (pg_strong_random failed)", None);
     }
-    let by = current_user_name();
     let insert = format!(
         "INSERT INTO {}.pg_idgen_mask_keys (name, version, key, created_by) VALUES ($1, $2, $3, $4::pg_catalog.name)",
         extension_schema()
     );
     Spi::connect_mut(|client| {
         client
-            .update(insert.as_str(), None, &[name.into(), version.into(), key.as_slice().into(), by.as_str().into()])
+            .update(insert.as_str(), None, &[name.into(), version.into(), key.as_slice().into(), by.into()])
             .map(|_| ())
     })
     .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not store the key: {e}"), None));
@@ -523,6 +523,7 @@ fn insert_version(name: &str, version: i32) {
 fn uid_mask_key_create(name: &str) -> i32 {
     prevent_during_recovery(c"uid_mask_key_create()");
     check_key_name(name);
+    let by = current_user_name();
     as_key_owner(|| {
         let (kept, max) = locked_versions(name);
         if !kept.is_empty() {
@@ -532,7 +533,7 @@ fn uid_mask_key_create(name: &str) -> i32 {
                 Some("Rotate it with uid_mask_key_rotate() to make a new version."),
             );
         }
-        insert_version(name, max + 1);
+        insert_version(name, max + 1, &by);
         max + 1
     })
 }
@@ -542,6 +543,7 @@ fn uid_mask_key_create(name: &str) -> i32 {
 #[pg_extern(volatile, strict, parallel_unsafe)]
 fn uid_mask_key_rotate(name: &str) -> i32 {
     prevent_during_recovery(c"uid_mask_key_rotate()");
+    let by = current_user_name();
     as_key_owner(|| {
         let (kept, max) = locked_versions(name);
         if kept.is_empty() {
@@ -558,7 +560,7 @@ fn uid_mask_key_rotate(name: &str) -> i32 {
                 Some("Text codes from uid_mask_text() carry the version modulo 32; drop the old version first."),
             );
         }
-        insert_version(name, new);
+        insert_version(name, new, &by);
         new
     })
 }
@@ -946,6 +948,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(leaky, Some(0));
+        // key administration can be delegated with EXECUTE alone; the row records who did it
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("GRANT EXECUTE ON FUNCTION uid_mask_key_create(text) TO t_mask_user").unwrap();
+        Spi::run("SET ROLE t_mask_user").unwrap();
+        assert_eq!(Spi::get_one::<i32>("SELECT uid_mask_key_create('t_delegated')").unwrap(), Some(1));
+        assert_eq!(
+            Spi::get_one::<String>("SELECT created_by::text FROM uid_mask_keys WHERE name = 't_delegated'").unwrap(),
+            Some("t_mask_user".to_string())
+        );
+        assert!(sqlstate_of("SELECT key FROM pg_idgen_mask_keys").starts_with("42501"));
         // a shadowing schema on the caller's search_path gains nothing
         Spi::run("RESET ROLE").unwrap();
         Spi::run("CREATE SCHEMA t_evil; GRANT ALL ON SCHEMA t_evil TO t_mask_user").unwrap();
