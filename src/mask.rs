@@ -154,7 +154,11 @@ fn load_ring(name: &str) -> Option<Ring> {
                     t.filter_map(|r| Some((r.get::<i32>(1).ok()??, r.get::<Vec<u8>>(2).ok()??))).collect()
                 })
                 .unwrap_or_else(|e| {
-                    raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read mask key \"{name}\": {e}"), None)
+                    raise(
+                        Code::ERRCODE_INTERNAL_ERROR,
+                        format!("could not read mask key \"{name}\": {e}"),
+                        None,
+                    )
                 })
         })
     });
@@ -165,7 +169,11 @@ fn load_ring(name: &str) -> Option<Ring> {
         .into_iter()
         .map(|(v, key)| {
             let m = Mask::new(&key).unwrap_or_else(|e| {
-                raise(Code::ERRCODE_DATA_CORRUPTED, format!("mask key \"{name}\" version {v} is unusable: {e}"), None)
+                raise(
+                    Code::ERRCODE_DATA_CORRUPTED,
+                    format!("mask key \"{name}\" version {v} is unusable: {e}"),
+                    None,
+                )
             });
             (v, m)
         })
@@ -266,7 +274,9 @@ fn uid_unmask_all(
 // Masking with a key given by the caller (IMMUTABLE)
 
 fn raw_mask(key: &[u8]) -> Rc<Mask> {
-    if let Some(m) = RAW.with(|c| c.borrow().as_ref().filter(|(k, _)| k.as_slice() == key).map(|(_, m)| m.clone())) {
+    if let Some(m) =
+        RAW.with(|c| c.borrow().as_ref().filter(|(k, _)| k.as_slice() == key).map(|(_, m)| m.clone()))
+    {
         return m;
     }
     let m = Rc::new(Mask::new(key).unwrap_or_else(|e| mask_error(e)));
@@ -293,11 +303,7 @@ fn ff1_sql(key: &[u8], radix: i32, numerals: Vec<Option<i32>>, tweak: &[u8], dec
         .iter()
         .enumerate()
         .map(|(i, n)| match n {
-            None => raise(
-                Code::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-                format!("numeral {} is NULL", i + 1),
-                None,
-            ),
+            None => raise(Code::ERRCODE_NULL_VALUE_NOT_ALLOWED, format!("numeral {} is NULL", i + 1), None),
             Some(n) if (0..radix.max(0)).contains(n) && *n <= u16::MAX as i32 => *n as u16,
             Some(n) => raise(
                 Code::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -317,13 +323,23 @@ fn ff1_sql(key: &[u8], radix: i32, numerals: Vec<Option<i32>>, tweak: &[u8], dec
 /// it against published test vectors and other implementations. `uid_mask_raw(id, key)` is
 /// `uid_ff1_encrypt(key, 2, <the 63 bits of id>)`.
 #[pg_extern(immutable, strict, parallel_safe)]
-fn uid_ff1_encrypt(key: &[u8], radix: i32, numerals: Vec<Option<i32>>, tweak: default!(&[u8], "'\\x'")) -> Vec<i32> {
+fn uid_ff1_encrypt(
+    key: &[u8],
+    radix: i32,
+    numerals: Vec<Option<i32>>,
+    tweak: default!(&[u8], "'\\x'"),
+) -> Vec<i32> {
     ff1_sql(key, radix, numerals, tweak, false)
 }
 
 /// The inverse of `uid_ff1_encrypt`.
 #[pg_extern(immutable, strict, parallel_safe)]
-fn uid_ff1_decrypt(key: &[u8], radix: i32, numerals: Vec<Option<i32>>, tweak: default!(&[u8], "'\\x'")) -> Vec<i32> {
+fn uid_ff1_decrypt(
+    key: &[u8],
+    radix: i32,
+    numerals: Vec<Option<i32>>,
+    tweak: default!(&[u8], "'\\x'"),
+) -> Vec<i32> {
     ff1_sql(key, radix, numerals, tweak, true)
 }
 
@@ -471,8 +487,14 @@ fn locked_versions(name: &str) -> (Vec<i32>, i32) {
     let s = extension_schema();
     Spi::connect_mut(|client| {
         client
-            .update(format!("LOCK TABLE {s}.pg_idgen_mask_keys IN SHARE ROW EXCLUSIVE MODE").as_str(), None, &[])
-            .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not lock the key table: {e}"), None));
+            .update(
+                format!("LOCK TABLE {s}.pg_idgen_mask_keys IN SHARE ROW EXCLUSIVE MODE").as_str(),
+                None,
+                &[],
+            )
+            .unwrap_or_else(|e| {
+                raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not lock the key table: {e}"), None)
+            });
         let t = client
             .select(
                 format!(
@@ -483,7 +505,9 @@ fn locked_versions(name: &str) -> (Vec<i32>, i32) {
                 None,
                 &[name.into()],
             )
-            .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read the key table: {e}"), None));
+            .unwrap_or_else(|e| {
+                raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read the key table: {e}"), None)
+            });
         let mut kept = Vec::new();
         let mut max = 0;
         for r in t {
@@ -501,7 +525,11 @@ fn locked_versions(name: &str) -> (Vec<i32>, i32) {
 fn insert_version(name: &str, version: i32, by: &str) {
     let mut key = [0u8; KEY_LEN];
     if !unsafe { pg_sys::pg_strong_random(key.as_mut_ptr().cast(), key.len()) } {
-        raise(Code::ERRCODE_INTERNAL_ERROR, "could not generate a random key (pg_strong_random failed)", None);
+        raise(
+            Code::ERRCODE_INTERNAL_ERROR,
+            "could not generate a random key (pg_strong_random failed)",
+            None,
+        );
     }
     let insert = format!(
         "INSERT INTO {}.pg_idgen_mask_keys (name, version, key, created_by) VALUES ($1, $2, $3, $4::pg_catalog.name)",
@@ -575,11 +603,17 @@ fn uid_mask_key_set_in_use(name: &str, version: i32, in_use: bool) {
         extension_schema()
     );
     let n = as_key_owner(|| {
-        Spi::connect_mut(|c| c.update(update.as_str(), None, &[name.into(), version.into(), in_use.into()]).map(|t| t.len()))
+        Spi::connect_mut(|c| {
+            c.update(update.as_str(), None, &[name.into(), version.into(), in_use.into()]).map(|t| t.len())
+        })
     })
     .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not update the key: {e}"), None));
     if n == 0 {
-        raise(Code::ERRCODE_UNDEFINED_OBJECT, format!("mask key \"{name}\" has no kept version {version}"), None);
+        raise(
+            Code::ERRCODE_UNDEFINED_OBJECT,
+            format!("mask key \"{name}\" has no kept version {version}"),
+            None,
+        );
     }
 }
 
@@ -592,7 +626,11 @@ fn uid_mask_key_drop(name: &str, version: i32) {
     as_key_owner(|| {
         let (kept, _) = locked_versions(name);
         if !kept.contains(&version) {
-            raise(Code::ERRCODE_UNDEFINED_OBJECT, format!("mask key \"{name}\" has no kept version {version}"), None);
+            raise(
+                Code::ERRCODE_UNDEFINED_OBJECT,
+                format!("mask key \"{name}\" has no kept version {version}"),
+                None,
+            );
         }
         // the guard trigger refuses it while the version is in use
         Spi::connect_mut(|c| {
@@ -607,7 +645,9 @@ fn uid_mask_key_drop(name: &str, version: i32) {
             )
             .map(|_| ())
         })
-        .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not drop the key: {e}"), None));
+        .unwrap_or_else(|e| {
+            raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not drop the key: {e}"), None)
+        });
     })
 }
 
@@ -779,8 +819,14 @@ mod tests {
         assert_eq!(Spi::get_one::<i32>("SELECT uid_mask_key_rotate('t_orders')").unwrap(), Some(2));
         let m2 = Spi::get_one::<i64>("SELECT uid_mask(42, 't_orders')").unwrap().unwrap();
         assert_ne!(m1, m2, "the new version masks differently");
-        assert_eq!(Spi::get_one_with_args::<i64>("SELECT uid_unmask($1, 't_orders', 1)", &[m1.into()]).unwrap(), Some(42));
-        assert_eq!(Spi::get_one_with_args::<i64>("SELECT uid_unmask($1, 't_orders')", &[m2.into()]).unwrap(), Some(42));
+        assert_eq!(
+            Spi::get_one_with_args::<i64>("SELECT uid_unmask($1, 't_orders', 1)", &[m1.into()]).unwrap(),
+            Some(42)
+        );
+        assert_eq!(
+            Spi::get_one_with_args::<i64>("SELECT uid_unmask($1, 't_orders')", &[m2.into()]).unwrap(),
+            Some(42)
+        );
         let n = Spi::get_one_with_args::<i64>(
             "SELECT count(*) FROM uid_unmask_all($1, 't_orders') WHERE id = 42",
             &[m1.into()],
@@ -821,7 +867,10 @@ mod tests {
         .unwrap();
         assert_eq!(
             b,
-            vec![1, 1, 0, 1, 1, 1, 1, 0, 1, 0, 0, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 1, 1, 0, 0, 0]
+            vec![
+                1, 1, 0, 1, 1, 1, 1, 0, 1, 0, 0, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 1, 1, 0, 0,
+                0
+            ]
         );
         // uid_mask_raw is FF1 over the 63 bits of the id
         let same = Spi::get_one::<bool>(
@@ -841,11 +890,19 @@ mod tests {
     #[pg_test]
     fn text_codes() {
         assert_eq!(Spi::get_one::<String>("SELECT uid_to_text(1234)").unwrap().unwrap(), "16J");
-        assert_eq!(Spi::get_one::<String>("SELECT uid_to_text(1234, 'crockford_check')").unwrap().unwrap(), "16JD");
+        assert_eq!(
+            Spi::get_one::<String>("SELECT uid_to_text(1234, 'crockford_check')").unwrap().unwrap(),
+            "16JD"
+        );
         assert_eq!(Spi::get_one::<i64>("SELECT uid_from_text('1-6j')").unwrap(), Some(1234));
-        assert_eq!(Spi::get_one::<i64>("SELECT uid_from_text('AzL8n0Y58m7', 'base62')").unwrap(), Some(i64::MAX));
-        assert!(sqlstate_of("SELECT uid_from_text('12U4')").starts_with("22P02: invalid character 'U' at position 3"));
-        assert!(sqlstate_of("SELECT uid_from_text('16JE', 'crockford_check')").starts_with("22P02: check symbol 'E' at position 4"));
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT uid_from_text('AzL8n0Y58m7', 'base62')").unwrap(),
+            Some(i64::MAX)
+        );
+        assert!(sqlstate_of("SELECT uid_from_text('12U4')")
+            .starts_with("22P02: invalid character 'U' at position 3"));
+        assert!(sqlstate_of("SELECT uid_from_text('16JE', 'crockford_check')")
+            .starts_with("22P02: check symbol 'E' at position 4"));
         assert!(sqlstate_of("SELECT uid_from_text('80000000000000')").starts_with("22003"));
         assert!(sqlstate_of("SELECT uid_from_text('')").starts_with("22P02"));
         assert!(sqlstate_of("SELECT uid_to_text(-1)").starts_with("22003"));
@@ -880,17 +937,24 @@ mod tests {
             let r = Spi::get_one::<bool>(&format!("SELECT ({q}) IS NULL")).unwrap();
             assert_eq!(r, Some(true), "{q}");
         }
-        assert!(sqlstate_of("SELECT uid_ff1_encrypt('\\x2B7E151628AED2A6ABF7158809CF4F3C', 10, '{0,1,2,3,NULL,5}')").starts_with("22004"));
+        assert!(sqlstate_of(
+            "SELECT uid_ff1_encrypt('\\x2B7E151628AED2A6ABF7158809CF4F3C', 10, '{0,1,2,3,NULL,5}')"
+        )
+        .starts_with("22004"));
     }
 
     #[pg_test]
     fn wrong_key_version_and_values_are_clear_errors() {
         Spi::run("SELECT uid_mask_key_create('t_err')").unwrap();
-        assert!(sqlstate_of("SELECT uid_mask(1, 'no_such_key')").starts_with("42704: mask key \"no_such_key\" does not exist"));
-        assert!(sqlstate_of("SELECT uid_unmask(1, 't_err', 9)").starts_with("42704: mask key \"t_err\" has no version 9"));
+        assert!(sqlstate_of("SELECT uid_mask(1, 'no_such_key')")
+            .starts_with("42704: mask key \"no_such_key\" does not exist"));
+        assert!(sqlstate_of("SELECT uid_unmask(1, 't_err', 9)")
+            .starts_with("42704: mask key \"t_err\" has no version 9"));
         assert!(sqlstate_of("SELECT uid_mask(-1, 't_err')").starts_with("22003"));
         assert!(sqlstate_of("SELECT uid_unmask(-5, 't_err')").starts_with("22003"));
-        assert!(sqlstate_of("SELECT uid_mask_raw(1, '\\x0011')").starts_with("22023: a masking key is 32 bytes"));
+        assert!(
+            sqlstate_of("SELECT uid_mask_raw(1, '\\x0011')").starts_with("22023: a masking key is 32 bytes")
+        );
         assert!(sqlstate_of("SELECT uid_mask_key_create('t_err')").starts_with("42710"));
         assert!(sqlstate_of("SELECT uid_mask_key_create('Bad Name')").starts_with("22023"));
         assert!(sqlstate_of("SELECT uid_mask_key_rotate('nope')").starts_with("42704"));
@@ -898,8 +962,10 @@ mod tests {
         assert!(sqlstate_of("SELECT uid_mask_key_drop('t_err', 1)").starts_with("55006"));
         assert!(sqlstate_of("DELETE FROM pg_idgen_mask_keys WHERE name = 't_err'").starts_with("55006"));
         assert!(sqlstate_of("TRUNCATE pg_idgen_mask_keys").starts_with("55006"));
-        assert!(sqlstate_of("UPDATE pg_idgen_mask_keys SET key = decode(repeat('00', 32), 'hex') WHERE name = 't_err'")
-            .starts_with("22023"));
+        assert!(sqlstate_of(
+            "UPDATE pg_idgen_mask_keys SET key = decode(repeat('00', 32), 'hex') WHERE name = 't_err'"
+        )
+        .starts_with("22023"));
         // once not in use it can be dropped; its number is not reused
         Spi::run("SELECT uid_mask_key_set_in_use('t_err', 1, false)").unwrap();
         Spi::run("SELECT uid_mask_key_drop('t_err', 1)").unwrap();
@@ -920,7 +986,10 @@ mod tests {
         Spi::run("SELECT uid_mask_key_set_in_use('t_priv', 1, true)").unwrap();
         Spi::run("SET ROLE t_mask_user").unwrap();
         assert_eq!(Spi::get_one::<i64>("SELECT uid_mask(7, 't_priv')").unwrap(), Some(as_su));
-        assert_eq!(Spi::get_one_with_args::<i64>("SELECT uid_unmask($1, 't_priv')", &[as_su.into()]).unwrap(), Some(7));
+        assert_eq!(
+            Spi::get_one_with_args::<i64>("SELECT uid_unmask($1, 't_priv')", &[as_su.into()]).unwrap(),
+            Some(7)
+        );
         assert!(sqlstate_of("SELECT key FROM pg_idgen_mask_keys").starts_with("42501"));
         assert!(sqlstate_of("SELECT count(*) FROM pg_idgen_mask_keys").starts_with("42501"));
         assert!(sqlstate_of("COPY pg_idgen_mask_keys TO '/dev/null'").starts_with("42501"));
@@ -928,7 +997,10 @@ mod tests {
         assert!(sqlstate_of("SELECT uid_mask_key_rotate('t_priv')").starts_with("42501"));
         assert!(sqlstate_of("SELECT uid_mask_key_set_in_use('t_priv', 1, false)").starts_with("42501"));
         assert!(sqlstate_of("SELECT uid_mask_key_drop('t_priv', 1)").starts_with("42501"));
-        let stats = Spi::get_one::<i64>("SELECT count(*) FROM pg_catalog.pg_stats WHERE tablename = 'pg_idgen_mask_keys'").unwrap();
+        let stats = Spi::get_one::<i64>(
+            "SELECT count(*) FROM pg_catalog.pg_stats WHERE tablename = 'pg_idgen_mask_keys'",
+        )
+        .unwrap();
         assert_eq!(stats, Some(0), "no column statistics (most common values) of the key table");
         assert!(sqlstate_of("SELECT count(*) FROM pg_catalog.pg_statistic").starts_with("42501"));
         // the view shows keys without their bytes
@@ -939,7 +1011,10 @@ mod tests {
         .unwrap()
         .unwrap();
         assert!(!cols.split(',').any(|c| c == "key"), "{cols}");
-        assert_eq!(Spi::get_one::<bool>("SELECT current FROM uid_mask_keys WHERE name = 't_priv'").unwrap(), Some(true));
+        assert_eq!(
+            Spi::get_one::<bool>("SELECT current FROM uid_mask_keys WHERE name = 't_priv'").unwrap(),
+            Some(true)
+        );
         // no function returns a key
         let leaky = Spi::get_one::<i64>(
             "SELECT count(*) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_depend d ON d.objid = p.oid \
@@ -954,7 +1029,8 @@ mod tests {
         Spi::run("SET ROLE t_mask_user").unwrap();
         assert_eq!(Spi::get_one::<i32>("SELECT uid_mask_key_create('t_delegated')").unwrap(), Some(1));
         assert_eq!(
-            Spi::get_one::<String>("SELECT created_by::text FROM uid_mask_keys WHERE name = 't_delegated'").unwrap(),
+            Spi::get_one::<String>("SELECT created_by::text FROM uid_mask_keys WHERE name = 't_delegated'")
+                .unwrap(),
             Some("t_mask_user".to_string())
         );
         assert!(sqlstate_of("SELECT key FROM pg_idgen_mask_keys").starts_with("42501"));
@@ -981,6 +1057,10 @@ mod tests {
         Spi::run("SELECT uid_mask_key_rotate('t_rot')").unwrap();
         let b = Spi::get_one::<i64>("SELECT uid_mask(5, 't_rot')").unwrap().unwrap();
         assert_ne!(a, b);
-        assert_eq!(Spi::get_one::<i32>("SELECT version FROM uid_mask_keys WHERE name = 't_rot' AND current").unwrap(), Some(2));
+        assert_eq!(
+            Spi::get_one::<i32>("SELECT version FROM uid_mask_keys WHERE name = 't_rot' AND current")
+                .unwrap(),
+            Some(2)
+        );
     }
 }

@@ -21,7 +21,8 @@ fn main() {
     let unmask_ns = t.elapsed().as_nanos() as f64 / n as f64;
     let t = std::time::Instant::now();
     for x in 0..n {
-        acc ^= codes::encode(black_box((x << 40) as i64), Format::Crockford { check: false }).unwrap().len() as u64;
+        acc ^= codes::encode(black_box((x << 40) as i64), Format::Crockford { check: false }).unwrap().len()
+            as u64;
     }
     let enc_ns = t.elapsed().as_nanos() as f64 / n as f64;
     let t = std::time::Instant::now();

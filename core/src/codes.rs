@@ -230,7 +230,16 @@ mod tests {
             for &id in &ids {
                 let s = encode(id, f).unwrap();
                 assert_eq!(decode(&s, f), Ok(id), "{s} ({f:?})");
-                assert!(s.len() <= if f == B { 11 } else if f == CC { 14 } else { 13 });
+                assert!(
+                    s.len()
+                        <= if f == B {
+                            11
+                        } else if f == CC {
+                            14
+                        } else {
+                            13
+                        }
+                );
             }
         }
     }
@@ -267,13 +276,19 @@ mod tests {
         }
         // the check alphabet is allowed only in the last position
         assert_eq!(decode("1U2", CC), Err(CodeError::InvalidChar { format: CC, position: 2, ch: 'U' }));
-        assert_eq!(decode("1*-", CC), Err(CodeError::CheckMismatch { position: 2, found: '*', expected: '1' }));
+        assert_eq!(
+            decode("1*-", CC),
+            Err(CodeError::CheckMismatch { position: 2, found: '*', expected: '1' })
+        );
         assert_eq!(decode("*", CC), Err(CodeError::Empty { format: CC }), "a check symbol alone");
         // positions count characters, not bytes
         assert_eq!(decode("éé1x", C), Err(CodeError::InvalidChar { format: C, position: 1, ch: 'é' }));
         assert_eq!(decode("1ü", B), Err(CodeError::InvalidChar { format: B, position: 2, ch: 'ü' }));
         for bad in ['-', ' ', '+', '/', '_', '='] {
-            assert_eq!(decode(&format!("ab{bad}"), B), Err(CodeError::InvalidChar { format: B, position: 3, ch: bad }));
+            assert_eq!(
+                decode(&format!("ab{bad}"), B),
+                Err(CodeError::InvalidChar { format: B, position: 3, ch: bad })
+            );
         }
         // the first bad character wins, even after an overflowing prefix
         assert_eq!(

@@ -27,8 +27,8 @@
 
 use aes::cipher::{BlockCipherEncClosure, BlockCipherEncrypt, BlockSizeUser, Key, KeyInit, KeySizeUser};
 use aes::{Aes128, Aes192, Aes256Enc};
-use std::sync::Arc;
 use fpe::ff1::{FlexibleNumeralString, NumeralString, NumeralStringError, Operations, FF1};
+use std::sync::Arc;
 
 /// Bits of the masking domain: the non-negative `bigint`s, `0 ..= 2^63 - 1`.
 pub const DOMAIN_BITS: u32 = 63;
@@ -252,7 +252,8 @@ impl Mask {
 
     /// [`Mask::mask`] on a `bigint`: negative values are refused.
     pub fn mask_i64(&self, id: i64) -> Result<i64, MaskError> {
-        let x = u64::try_from(id).map_err(|_| MaskError::OutOfDomain { value: i128::from(id), bits: self.bits })?;
+        let x = u64::try_from(id)
+            .map_err(|_| MaskError::OutOfDomain { value: i128::from(id), bits: self.bits })?;
         self.mask(x).map(|v| v as i64)
     }
 
@@ -319,14 +320,38 @@ where
 /// numeral string (first numeral most significant). Binary strings of up to 128 numerals go
 /// through [`Bits`], the numeral string of [`Mask`]; others through the crate's
 /// `FlexibleNumeralString`. For test vectors and interoperability.
-pub fn ff1(key: &[u8], tweak: &[u8], radix: u32, numerals: &[u16], decrypt: bool) -> Result<Vec<u16>, Ff1Error> {
+pub fn ff1(
+    key: &[u8],
+    tweak: &[u8],
+    radix: u32,
+    numerals: &[u16],
+    decrypt: bool,
+) -> Result<Vec<u16>, Ff1Error> {
     if !(2..=65536).contains(&radix) {
         return Err(Ff1Error::Radix(radix));
     }
     match key.len() {
-        16 => run(FF1::<Aes128>::new(key, radix).map_err(|_| Ff1Error::Radix(radix))?, tweak, radix, numerals, decrypt),
-        24 => run(FF1::<Aes192>::new(key, radix).map_err(|_| Ff1Error::Radix(radix))?, tweak, radix, numerals, decrypt),
-        32 => run(FF1::<SharedAes256>::new(key, radix).map_err(|_| Ff1Error::Radix(radix))?, tweak, radix, numerals, decrypt),
+        16 => run(
+            FF1::<Aes128>::new(key, radix).map_err(|_| Ff1Error::Radix(radix))?,
+            tweak,
+            radix,
+            numerals,
+            decrypt,
+        ),
+        24 => run(
+            FF1::<Aes192>::new(key, radix).map_err(|_| Ff1Error::Radix(radix))?,
+            tweak,
+            radix,
+            numerals,
+            decrypt,
+        ),
+        32 => run(
+            FF1::<SharedAes256>::new(key, radix).map_err(|_| Ff1Error::Radix(radix))?,
+            tweak,
+            radix,
+            numerals,
+            decrypt,
+        ),
         n => Err(Ff1Error::KeyLength(n)),
     }
 }
@@ -339,8 +364,8 @@ mod tests {
 
     /// A fixed key for deterministic tests.
     const KEY: [u8; 32] = [
-        0x2B, 0x7E, 0x15, 0x16, 0x28, 0xAE, 0xD2, 0xA6, 0xAB, 0xF7, 0x15, 0x88, 0x09, 0xCF, 0x4F, 0x3C, 0xEF, 0x43,
-        0x59, 0xD8, 0xD5, 0x80, 0xAA, 0x4F, 0x7F, 0x03, 0x6D, 0x6F, 0x04, 0xFC, 0x6A, 0x94,
+        0x2B, 0x7E, 0x15, 0x16, 0x28, 0xAE, 0xD2, 0xA6, 0xAB, 0xF7, 0x15, 0x88, 0x09, 0xCF, 0x4F, 0x3C, 0xEF,
+        0x43, 0x59, 0xD8, 0xD5, 0x80, 0xAA, 0x4F, 0x7F, 0x03, 0x6D, 0x6F, 0x04, 0xFC, 0x6A, 0x94,
     ];
 
     /// xorshift64*: test inputs, no dependency.
@@ -384,7 +409,8 @@ mod tests {
                 let flex = ff.encrypt(&tweak, &FlexibleNumeralString::from(digits.clone())).unwrap();
                 let flex: Vec<u16> = flex.into();
                 let bits = ff.encrypt(&tweak, &Bits::new(value, n).unwrap()).unwrap();
-                let bits_digits: Vec<u16> = (0..n).map(|i| ((bits.value >> (n - 1 - i)) & 1) as u16).collect();
+                let bits_digits: Vec<u16> =
+                    (0..n).map(|i| ((bits.value >> (n - 1 - i)) & 1) as u16).collect();
                 assert_eq!(bits_digits, flex, "n = {n}");
                 assert_eq!(ff.decrypt(&tweak, &bits).unwrap().value, value);
             }
@@ -413,9 +439,18 @@ mod tests {
         assert!(matches!(m.mask(1 << 63), Err(MaskError::OutOfDomain { .. })));
         assert_eq!(ff1(&[0; 15], &[], 10, &[0; 6], false), Err(Ff1Error::KeyLength(15)));
         assert_eq!(ff1(&[0; 16], &[], 1, &[0; 6], false), Err(Ff1Error::Radix(1)));
-        assert!(matches!(ff1(&[0; 16], &[], 10, &[0; 5], false), Err(Ff1Error::Numerals(NumeralStringError::TooShort { .. }))));
-        assert!(matches!(ff1(&[0; 16], &[], 10, &[10; 6], false), Err(Ff1Error::Numerals(NumeralStringError::InvalidForRadix(10)))));
-        assert!(matches!(ff1(&[0; 16], &[], 2, &[0; 19], false), Err(Ff1Error::Numerals(NumeralStringError::TooShort { .. }))));
+        assert!(matches!(
+            ff1(&[0; 16], &[], 10, &[0; 5], false),
+            Err(Ff1Error::Numerals(NumeralStringError::TooShort { .. }))
+        ));
+        assert!(matches!(
+            ff1(&[0; 16], &[], 10, &[10; 6], false),
+            Err(Ff1Error::Numerals(NumeralStringError::InvalidForRadix(10)))
+        ));
+        assert!(matches!(
+            ff1(&[0; 16], &[], 2, &[0; 19], false),
+            Err(Ff1Error::Numerals(NumeralStringError::TooShort { .. }))
+        ));
     }
 
     fn round_trip(m: &Mask, ids: impl Iterator<Item = u64>) -> usize {
