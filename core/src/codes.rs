@@ -24,12 +24,11 @@ pub const FORMATS: [&str; 3] = ["crockford", "crockford_check", "base62"];
 impl Format {
     /// A format by name (case-insensitive).
     pub fn parse(name: &str) -> Option<Format> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "crockford" => Some(Format::Crockford { check: false }),
-            "crockford_check" => Some(Format::Crockford { check: true }),
-            "base62" => Some(Format::Base62),
-            _ => None,
-        }
+        // no allocation: this runs on every uid_to_text()/uid_from_text() call
+        let name = name.trim();
+        [Format::Crockford { check: false }, Format::Crockford { check: true }, Format::Base62]
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(name))
     }
 
     pub fn name(&self) -> &'static str {
