@@ -14,10 +14,10 @@ use pg_idgen_core::{FieldOrder, Layout, LayoutError, NAMED_LAYOUTS};
 use pgrx::prelude::*;
 
 use crate::catalog::{extension_schema, prevent_during_recovery, PinnedSearchPath};
-use crate::tables;
 use crate::clock::{ms_to_timestamptz, timestamptz_to_ms};
 use crate::errors::{self, raise, required, Code};
 use crate::gucs;
+use crate::tables;
 
 thread_local! {
     /// Custom layouts of the current database read so far, by name.

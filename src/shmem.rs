@@ -309,12 +309,7 @@ enum Override<'a> {
 
 /// Writes the state file from shared memory (plus `over`): for each worker, the Unix ms below
 /// which its ids may have been issued, and the floor. See `state_file::write` for `elevel`.
-fn persist(
-    sh: &Shared,
-    layout: &Layout,
-    over: Override<'_>,
-    elevel: pgrx::PgLogLevel,
-) -> bool {
+fn persist(sh: &Shared, layout: &Layout, over: Override<'_>, elevel: pgrx::PgLogLevel) -> bool {
     let mut state = StateFile {
         layout: persisted_layout(sh),
         floor_ms: sh.floor_ms.load(Ordering::Acquire),

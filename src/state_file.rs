@@ -85,4 +85,3 @@ pub fn write(state: &StateFile, elevel: pgrx::PgLogLevel) -> bool {
 fn cstring(s: String) -> CString {
     CString::new(s).unwrap_or_default()
 }
-

@@ -111,7 +111,8 @@ pub fn scan(relid: pg_sys::Oid, mut f: impl FnMut(&Row)) {
     unsafe {
         let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as i32);
         let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
-        let scan = pg_sys::systable_beginscan(rel, pg_sys::InvalidOid, false, snapshot, 0, std::ptr::null_mut());
+        let scan =
+            pg_sys::systable_beginscan(rel, pg_sys::InvalidOid, false, snapshot, 0, std::ptr::null_mut());
         loop {
             let tuple = pg_sys::systable_getnext(scan);
             if tuple.is_null() {
@@ -134,7 +135,8 @@ pub fn scan_extension_table(name: &CStr, f: impl FnMut(&Row)) {
 /// row, as `SELECT last_value, is_called FROM seq` reads it) by OID. None if it does not exist.
 pub fn sequence_state(seqoid: pg_sys::Oid) -> Option<(i64, bool)> {
     // SAFETY: a syscache probe; the relation is only scanned if it exists and is a sequence.
-    let is_sequence = unsafe { pg_sys::get_rel_relkind(seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
+    let is_sequence =
+        unsafe { pg_sys::get_rel_relkind(seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
     if !is_sequence {
         return None;
     }

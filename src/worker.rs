@@ -14,9 +14,9 @@ use std::cell::Cell;
 use pgrx::prelude::*;
 
 use crate::catalog::{extension_schema, prevent_during_recovery, PinnedSearchPath};
-use crate::tables;
 use crate::errors::{raise, Code};
 use crate::gucs;
+use crate::tables;
 
 /// What the table says: the worker id and the system identifier it was set on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,8 +9,8 @@ use super::config::{read_config, unknown_tag, validate_tag};
 use super::reserve::flush_wal_and_wait_for_sync_standbys;
 use super::table::{my_db, MAX_MULTIPLE, MAX_NODES, MAX_STEP};
 use crate::catalog::{extension_schema, qualified_relation_name, AsSuperuser};
-use crate::tables;
 use crate::errors::{raise, raise_full, required, Code};
+use crate::tables;
 
 pub(super) fn require_superuser(what: &str) {
     if !unsafe { pg_sys::superuser() } {

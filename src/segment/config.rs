@@ -3,8 +3,8 @@
 use pgrx::pg_sys;
 
 use super::table::{MAX_MULTIPLE, MAX_NODES, MAX_TAG_BYTES};
-use crate::tables;
 use crate::errors::{raise, Code};
+use crate::tables;
 
 pub(super) fn validate_tag(tag: &str) {
     if tag.is_empty() {

@@ -47,20 +47,22 @@ pub(super) fn flush_wal_and_wait_for_sync_standbys() {
     // its own; remote_apply is kept.
     // SAFETY: reads the backend's setting; the nest level is popped below or by abort.
     let raised = unsafe {
-        (pg_sys::synchronous_commit < pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_REMOTE_FLUSH as i32).then(|| {
-            let nest = pg_sys::NewGUCNestLevel();
-            pg_sys::set_config_option(
-                c"synchronous_commit".as_ptr(),
-                c"on".as_ptr(),
-                pg_sys::GucContext::PGC_USERSET,
-                pg_sys::GucSource::PGC_S_SESSION,
-                pg_sys::GucAction::GUC_ACTION_SAVE,
-                true,
-                0,
-                false,
-            );
-            nest
-        })
+        (pg_sys::synchronous_commit < pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_REMOTE_FLUSH as i32).then(
+            || {
+                let nest = pg_sys::NewGUCNestLevel();
+                pg_sys::set_config_option(
+                    c"synchronous_commit".as_ptr(),
+                    c"on".as_ptr(),
+                    pg_sys::GucContext::PGC_USERSET,
+                    pg_sys::GucSource::PGC_S_SESSION,
+                    pg_sys::GucAction::GUC_ACTION_SAVE,
+                    true,
+                    0,
+                    false,
+                );
+                nest
+            },
+        )
     };
     // SAFETY: XLogFlush raises an ERROR on failure; SyncRepWaitForLSN must run with interrupts
     // held, as RecordTransactionCommit does (it asserts so on assert-enabled builds): a cancel
@@ -276,7 +278,8 @@ pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
                 }
             }
         }
-        let seg = reserve(cfg.seqoid, cfg.unit, cfg.stride, cfg.mult).unwrap_or_else(|| overflow_oid(cfg.seqoid));
+        let seg =
+            reserve(cfg.seqoid, cfg.unit, cfg.stride, cfg.mult).unwrap_or_else(|| overflow_oid(cfg.seqoid));
         PRIVATE.with(|p| p.borrow_mut().get_mut(tag).map(|b| b.install(seg)));
     }
 }

@@ -6,8 +6,8 @@ use pgrx::prelude::*;
 use super::admin::persisted_hwm;
 use super::config::read_all;
 use super::table::{entry_ptr, my_db, Held, HEADER};
-use crate::tables;
 use crate::clock::ms_to_timestamptz;
+use crate::tables;
 
 /// Shared-memory state of this database's tags (used by the segment_status view).
 #[pg_extern(volatile, parallel_safe)]
@@ -74,7 +74,8 @@ pub(super) fn segment_persisted(
         .into_iter()
         .map(|(tag, cfg)| {
             // A tag whose sequence was dropped by hand shows NULL rather than failing the view.
-            let hwm = tables::sequence_state(cfg.seqoid).and_then(|_| persisted_hwm(cfg.seqoid, cfg.unit, cfg.origin));
+            let hwm = tables::sequence_state(cfg.seqoid)
+                .and_then(|_| persisted_hwm(cfg.seqoid, cfg.unit, cfg.origin));
             (tag, hwm)
         })
         .collect();
