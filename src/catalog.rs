@@ -7,7 +7,7 @@
 //!   `pg_extension` through its OID index and `get_namespace_name`, quoted with
 //!   `quote_identifier`. No SQL text is ever computed in the caller's context.
 //! * Every SPI statement runs under [`PinnedSearchPath`] (`search_path = pg_catalog, pg_temp`),
-//!   or under [`AsSuperuser`], which pins the same path: a caller's schema of shadowing functions,
+//!   or under [`RunAs`], which pins the same path: a caller's schema of shadowing functions,
 //!   operators or types is never searched. The statements also spell out `OPERATOR(pg_catalog.=)`
 //!   and `pg_catalog.` functions, so that a mistake in one of the two defences is not enough.
 //! * Restoring the saved user and GUC nest level is left to transaction (or subtransaction)
@@ -135,19 +135,19 @@ pub fn prevent_during_recovery(what: &CStr) {
     unsafe { pg_sys::PreventCommandDuringRecovery(what.as_ptr()) };
 }
 
-/// Pins `search_path = pg_catalog, pg_temp` in a new GUC nest level; restored on drop (or by
-/// abort while an ERROR unwinds). Every SPI statement of the extension runs under it.
-pub struct PinnedSearchPath(i32);
+/// A setting changed for a while, in a GUC nest level of its own: restored on drop, or by
+/// (sub)transaction abort (which pops every nest level above its own) while an ERROR unwinds.
+pub struct LocalSetting(i32);
 
-impl PinnedSearchPath {
-    pub fn new() -> PinnedSearchPath {
+impl LocalSetting {
+    pub fn set(name: &CStr, value: &CStr) -> LocalSetting {
         // SAFETY: called from a backend in a transaction; the nest level is closed by Drop or by
-        // (sub)transaction abort, which pops every nest level above its own.
+        // abort.
         unsafe {
             let nest = pg_sys::NewGUCNestLevel();
             pg_sys::set_config_option(
-                c"search_path".as_ptr(),
-                c"pg_catalog, pg_temp".as_ptr(),
+                name.as_ptr(),
+                value.as_ptr(),
                 pg_sys::GucContext::PGC_USERSET,
                 pg_sys::GucSource::PGC_S_SESSION,
                 pg_sys::GucAction::GUC_ACTION_SAVE,
@@ -155,54 +155,71 @@ impl PinnedSearchPath {
                 0,
                 false,
             );
-            PinnedSearchPath(nest)
+            LocalSetting(nest)
         }
     }
 }
 
-impl Drop for PinnedSearchPath {
+impl Drop for LocalSetting {
     fn drop(&mut self) {
         if std::thread::panicking() {
             return; // an ERROR is unwinding: abort pops the nest level
         }
-        // SAFETY: pops the nest level opened in `new`, on the same backend.
+        // SAFETY: pops the nest level opened in `set`, on the same backend.
         unsafe { pg_sys::AtEOXact_GUC(true, self.0) };
     }
 }
 
-/// Runs as the bootstrap superuser with the search path pinned (see [`PinnedSearchPath`]):
+/// `search_path = pg_catalog, pg_temp`, pinned for the statements the extension runs.
+pub struct PinnedSearchPath(#[allow(dead_code)] LocalSetting);
+
+impl PinnedSearchPath {
+    pub fn new() -> PinnedSearchPath {
+        PinnedSearchPath(LocalSetting::set(c"search_path", c"pg_catalog, pg_temp"))
+    }
+}
+
+/// Runs as another role — the bootstrap superuser, or (`role`) a table's owner as a
+/// security-restricted operation — with the search path pinned (see [`PinnedSearchPath`]):
 /// reading pg_idgen_segments and calling nextval on a tag's sequence are the extension's
 /// business, not something every caller of segment_next needs privileges for. Restored on drop,
 /// or by (sub)transaction abort while an ERROR unwinds.
-pub struct AsSuperuser {
+pub struct RunAs {
     user: pg_sys::Oid,
     context: i32,
     _path: PinnedSearchPath,
 }
 
-impl AsSuperuser {
-    pub fn new() -> AsSuperuser {
+impl RunAs {
+    pub fn superuser() -> RunAs {
+        RunAs::role(pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID), false)
+    }
+
+    /// As `role`; `restricted` adds SECURITY_RESTRICTED_OPERATION (what a SECURITY DEFINER
+    /// function's owner switch for maintenance commands does).
+    pub fn role(role: pg_sys::Oid, restricted: bool) -> RunAs {
         let (mut user, mut context) = (pg_sys::Oid::INVALID, 0);
         // SAFETY: reads and sets the backend's current user; `SECURITY_LOCAL_USERID_CHANGE`
         // marks the change as local, as SECURITY DEFINER functions do.
         unsafe {
             pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
             let path = PinnedSearchPath::new();
-            pg_sys::SetUserIdAndSecContext(
-                pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID),
-                context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
-            );
-            AsSuperuser { user, context, _path: path }
+            let mut flags = pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32;
+            if restricted {
+                flags |= pg_sys::SECURITY_RESTRICTED_OPERATION as i32;
+            }
+            pg_sys::SetUserIdAndSecContext(role, context | flags);
+            RunAs { user, context, _path: path }
         }
     }
 }
 
-impl Drop for AsSuperuser {
+impl Drop for RunAs {
     fn drop(&mut self) {
         if std::thread::panicking() {
             return; // abort restores the user id and security context
         }
-        // SAFETY: restores what `new` saved, on the same backend.
+        // SAFETY: restores what `role` saved, on the same backend.
         unsafe { pg_sys::SetUserIdAndSecContext(self.user, self.context) };
     }
 }

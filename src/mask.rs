@@ -20,7 +20,7 @@ use pg_idgen_core::mask::{self as core_mask, Ff1Error, Mask, MaskError, KEY_LEN}
 use pgrx::prelude::*;
 use pgrx::{PgTrigger, PgTriggerError};
 
-use crate::catalog::{extension_schema, prevent_during_recovery};
+use crate::catalog::{extension_schema, prevent_during_recovery, RunAs};
 use crate::errors::{raise, raise_full, Code};
 use crate::tables;
 
@@ -105,32 +105,8 @@ fn key_table() -> (pg_sys::Oid, pg_sys::Oid) {
 /// the user id and the setting, as it does for SECURITY DEFINER functions.
 fn as_key_owner<R>(f: impl FnOnce() -> R) -> R {
     let (_, owner) = key_table();
-    unsafe {
-        let mut saved_user = pg_sys::InvalidOid;
-        let mut saved_context: std::ffi::c_int = 0;
-        pg_sys::GetUserIdAndSecContext(&mut saved_user, &mut saved_context);
-        let nest = pg_sys::NewGUCNestLevel();
-        pg_sys::SetUserIdAndSecContext(
-            owner,
-            saved_context
-                | pg_sys::SECURITY_LOCAL_USERID_CHANGE as std::ffi::c_int
-                | pg_sys::SECURITY_RESTRICTED_OPERATION as std::ffi::c_int,
-        );
-        pg_sys::set_config_option(
-            c"search_path".as_ptr(),
-            c"pg_catalog, pg_temp".as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
-        let r = f();
-        pg_sys::AtEOXact_GUC(true, nest);
-        pg_sys::SetUserIdAndSecContext(saved_user, saved_context);
-        r
-    }
+    let _owner = RunAs::role(owner, true);
+    f()
 }
 
 fn no_such_key(name: &str) -> ! {

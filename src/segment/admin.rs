@@ -8,7 +8,7 @@ use super::claim::release;
 use super::config::{read_config, unknown_tag, validate_tag};
 use super::reserve::flush_wal_and_wait_for_sync_standbys;
 use super::table::{my_db, MAX_MULTIPLE, MAX_NODES, MAX_STEP};
-use crate::catalog::{extension_schema, qualified_relation_name, AsSuperuser};
+use crate::catalog::{extension_schema, qualified_relation_name, RunAs};
 use crate::errors::{raise, raise_full, required, Code};
 use crate::tables;
 
@@ -105,7 +105,7 @@ pub(super) fn segment_create(
     }
     let origin = origin.unwrap();
     let schema = extension_schema();
-    let _su = AsSuperuser::new();
+    let _su = RunAs::superuser();
     if let Some(interval) = target_interval {
         let ms: Option<f64> = Spi::get_one_with_args(
             "SELECT pg_catalog.date_part('epoch', $1) OPERATOR(pg_catalog.*) 1000",
@@ -199,7 +199,7 @@ pub(super) fn segment_drop(tag: &str) {
     require_superuser("drop a segment tag");
     check_writable("drop a segment tag");
     let schema = extension_schema();
-    let _su = AsSuperuser::new();
+    let _su = RunAs::superuser();
     let seq: Option<pg_sys::Oid> = Spi::connect_mut(|c| {
         let t = c.update(
             &format!(
@@ -248,7 +248,7 @@ pub(super) fn persisted_hwm(seqoid: pg_sys::Oid, unit: i64, origin: i64) -> Opti
 pub(super) fn segment_set(tag: &str, next: i64) -> i64 {
     require_superuser("set a segment tag");
     check_writable("set a segment tag");
-    let _su = AsSuperuser::new();
+    let _su = RunAs::superuser();
     let Some(cfg) = read_config(tag) else { unknown_tag(tag) };
     let (seqoid, unit, stride, origin) = (cfg.seqoid, cfg.unit, cfg.stride, cfg.origin);
     // Block concurrent reservations (nextval takes RowExclusiveLock) until this transaction

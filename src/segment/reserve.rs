@@ -10,7 +10,7 @@ use crate::tables;
 use pgrx::pg_sys;
 
 use super::table::{cv_ptr, entry_ptr, Entry, Held};
-use crate::catalog::AsSuperuser;
+use crate::catalog::{LocalSetting, RunAs};
 use crate::clock::now_unix_ms;
 use crate::errors::{raise, Code};
 
@@ -45,25 +45,10 @@ pub(super) fn flush_wal_and_wait_for_sync_standbys() {
     // must not depend on the synchronous_commit of the session that happens to reserve. A weaker
     // setting (off, local, remote_write) is raised to `on` for the wait, in a GUC nest level of
     // its own; remote_apply is kept.
-    // SAFETY: reads the backend's setting; the nest level is popped below or by abort.
-    let raised = unsafe {
-        (pg_sys::synchronous_commit < pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_REMOTE_FLUSH as i32).then(
-            || {
-                let nest = pg_sys::NewGUCNestLevel();
-                pg_sys::set_config_option(
-                    c"synchronous_commit".as_ptr(),
-                    c"on".as_ptr(),
-                    pg_sys::GucContext::PGC_USERSET,
-                    pg_sys::GucSource::PGC_S_SESSION,
-                    pg_sys::GucAction::GUC_ACTION_SAVE,
-                    true,
-                    0,
-                    false,
-                );
-                nest
-            },
-        )
-    };
+    // SAFETY: reads the backend's current value of the setting.
+    let weak = unsafe { pg_sys::synchronous_commit }
+        < pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_REMOTE_FLUSH as i32;
+    let _raised = weak.then(|| LocalSetting::set(c"synchronous_commit", c"on"));
     // SAFETY: XLogFlush raises an ERROR on failure; SyncRepWaitForLSN must run with interrupts
     // held, as RecordTransactionCommit does (it asserts so on assert-enabled builds): a cancel
     // or termination during the wait is turned into a WARNING and the wait ends (as for a
@@ -75,9 +60,6 @@ pub(super) fn flush_wal_and_wait_for_sync_standbys() {
         pg_sys::InterruptHoldoffCount += 1; // HOLD_INTERRUPTS()
         pg_sys::SyncRepWaitForLSN(upto, false);
         pg_sys::InterruptHoldoffCount -= 1; // RESUME_INTERRUPTS()
-        if let Some(nest) = raised {
-            pg_sys::AtEOXact_GUC(true, nest);
-        }
     }
 }
 
@@ -94,7 +76,7 @@ pub(super) fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) ->
     }
     let mut starts = Vec::with_capacity(mult as usize);
     {
-        let _su = AsSuperuser::new();
+        let _su = RunAs::superuser();
         for _ in 0..mult {
             // SAFETY: nextval_oid is a V1 function taking a regclass; DirectFunctionCall1Coll
             // builds its call frame and is itself guarded by pgrx.
