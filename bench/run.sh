@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh — per-call cost and throughput of snowflake_next() and segment_next() next to
-# nextval(), nextval() on a CACHE 1000 sequence and gen_random_uuid().
+# nextval(), nextval() on a CACHE 1000 sequence and gen_random_uuid(); and of the public-id
+# functions uid_mask() (FF1-AES-256, target <= 1 us per call) and uid_to_text() in the same run.
 #
 # Usage: bench/run.sh [--quick]        (make bench, or make bench BENCH_ARGS=--quick)
 #   --quick       200,000 calls, 3 runs, 3 s pgbench runs (smoke test)
@@ -37,6 +38,8 @@ EXPRS=(
     "gen_random_uuid|gen_random_uuid()|"
     "snowflake_next|snowflake_next()|"
     "segment_next|segment_next('bench')|SELECT segment_create('bench')"
+    "uid_mask|uid_mask(g, 'bench')|SELECT uid_mask_key_create('bench')"
+    "uid_to_text|uid_to_text(g::bigint << 32)|"
 )
 REF_LABEL=nextval
 REF2_LABEL="nextval CACHE 1000"

@@ -7,14 +7,13 @@
 //!   `pg_extension` through its OID index and `get_namespace_name`, quoted with
 //!   `quote_identifier`. No SQL text is ever computed in the caller's context.
 //! * Every SPI statement runs under [`PinnedSearchPath`] (`search_path = pg_catalog, pg_temp`),
-//!   or under [`AsSuperuser`], which pins the same path: a caller's schema of shadowing functions,
+//!   or under [`RunAs`], which pins the same path: a caller's schema of shadowing functions,
 //!   operators or types is never searched. The statements also spell out `OPERATOR(pg_catalog.=)`
 //!   and `pg_catalog.` functions, so that a mistake in one of the two defences is not enough.
 //! * Restoring the saved user and GUC nest level is left to transaction (or subtransaction)
 //!   abort while an ERROR unwinds (`std::thread::panicking()`): abort restores both, and doing
 //!   database work in a `Drop` during unwinding is not allowed.
 
-use std::cell::RefCell;
 use std::ffi::CStr;
 
 use pgrx::pg_sys;
@@ -22,16 +21,12 @@ use pgrx::prelude::*;
 
 use crate::errors::{raise, Code};
 
-thread_local! {
-    /// The extension's quoted schema name in this database, once looked up.
-    static SCHEMA: RefCell<Option<String>> = const { RefCell::new(None) };
-}
-
-/// The per-backend caches of the other modules, dropped with the schema on every relcache
-/// invalidation. Set once by [`init`].
+/// The per-backend caches of the other modules, dropped on every relcache invalidation. Set once
+/// by [`init`]. (The extension's schema name is never cached: a schema can be renamed, which
+/// sends no relcache invalidation, and a stale name would send statements to another schema.)
 static mut INVALIDATORS: &[fn()] = &[];
 
-/// Registers the relcache callback that drops the caches of catalog contents: the schema here and
+/// Registers the relcache callback that drops the caches of catalog contents:
 /// `invalidators` (custom layouts, the stored worker id). Called from `_PG_init` in every backend.
 pub fn init(invalidators: &'static [fn()]) {
     // SAFETY: _PG_init runs once per process before any SQL; the callback only clears caches.
@@ -47,16 +42,15 @@ pub fn init(invalidators: &'static [fn()]) {
 /// invalidation drops them.
 #[pg_guard]
 unsafe extern "C-unwind" fn on_relcache_invalidation(_arg: pg_sys::Datum, _relid: pg_sys::Oid) {
-    let _ = SCHEMA.try_with(|c| c.borrow_mut().take());
     // SAFETY: INVALIDATORS is written once in `init`, before this callback can run.
     for invalidate in unsafe { INVALIDATORS } {
         invalidate();
     }
 }
 
-/// The OID of the namespace pg_idgen is installed in, or `None` when it is not installed in
-/// this database. A scan of `pg_extension` by OID through its index: no SQL, no search_path.
-fn extension_namespace() -> Option<pg_sys::Oid> {
+/// The OIDs of the namespace pg_idgen is installed in and of the extension, or `None` when it is
+/// not installed in this database. A scan of `pg_extension` by OID through its index: no SQL.
+pub fn extension_namespace_and_oid() -> Option<(pg_sys::Oid, pg_sys::Oid)> {
     // SAFETY: plain catalog access from a backend inside a transaction (every caller is a SQL
     // function); the scan, the tuple and the relation are released before returning, and an
     // ERROR in between is cleaned up by transaction abort (resource owner).
@@ -85,38 +79,36 @@ fn extension_namespace() -> Option<pg_sys::Oid> {
         let tuple = pg_sys::systable_getnext(scan);
         let nsp = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_extension>(tuple)
             .as_ref()
-            .map(|form| form.extnamespace);
+            .map(|form| (form.extnamespace, ext));
         pg_sys::systable_endscan(scan);
         pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);
         nsp
     }
 }
 
-/// The quoted schema of the extension in the current database (its tables live there), cached
-/// per backend and dropped on relcache invalidation. Raises 55000 when it is not installed.
+/// Raises 55000: the extension is not installed in this database.
+pub fn not_installed() -> ! {
+    raise(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "extension \"pg_idgen\" is not installed in this database",
+        Some("Run CREATE EXTENSION pg_idgen."),
+    )
+}
+
+/// The quoted name of the extension's schema, looked up by OID at every call (never cached; see
+/// `INVALIDATORS`). Only the administration functions, which only superusers run, build
+/// statements with it; reads go through `tables`, by OID.
 pub fn extension_schema() -> String {
-    if let Some(s) = SCHEMA.with(|c| c.borrow().clone()) {
-        return s;
-    }
-    let not_installed = || -> ! {
-        raise(
-            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "extension \"pg_idgen\" is not installed in this database",
-            Some("Run CREATE EXTENSION pg_idgen."),
-        )
-    };
-    let Some(nsp) = extension_namespace() else { not_installed() };
+    let Some((nsp, _)) = extension_namespace_and_oid() else { not_installed() };
     // SAFETY: get_namespace_name returns a palloc'd copy or NULL (namespace dropped meanwhile);
     // quote_identifier returns its argument or a palloc'd quoted copy; both are read at once.
-    let schema = unsafe {
+    unsafe {
         let name = pg_sys::get_namespace_name(nsp);
         if name.is_null() {
             not_installed();
         }
         CStr::from_ptr(pg_sys::quote_identifier(name)).to_string_lossy().into_owned()
-    };
-    SCHEMA.with(|c| *c.borrow_mut() = Some(schema.clone()));
-    schema
+    }
 }
 
 /// `schema.relation` of a relation given by OID, both parts quoted, built in Rust from the
@@ -143,19 +135,19 @@ pub fn prevent_during_recovery(what: &CStr) {
     unsafe { pg_sys::PreventCommandDuringRecovery(what.as_ptr()) };
 }
 
-/// Pins `search_path = pg_catalog, pg_temp` in a new GUC nest level; restored on drop (or by
-/// abort while an ERROR unwinds). Every SPI statement of the extension runs under it.
-pub struct PinnedSearchPath(i32);
+/// A setting changed for a while, in a GUC nest level of its own: restored on drop, or by
+/// (sub)transaction abort (which pops every nest level above its own) while an ERROR unwinds.
+pub struct LocalSetting(i32);
 
-impl PinnedSearchPath {
-    pub fn new() -> PinnedSearchPath {
+impl LocalSetting {
+    pub fn set(name: &CStr, value: &CStr) -> LocalSetting {
         // SAFETY: called from a backend in a transaction; the nest level is closed by Drop or by
-        // (sub)transaction abort, which pops every nest level above its own.
+        // abort.
         unsafe {
             let nest = pg_sys::NewGUCNestLevel();
             pg_sys::set_config_option(
-                c"search_path".as_ptr(),
-                c"pg_catalog, pg_temp".as_ptr(),
+                name.as_ptr(),
+                value.as_ptr(),
                 pg_sys::GucContext::PGC_USERSET,
                 pg_sys::GucSource::PGC_S_SESSION,
                 pg_sys::GucAction::GUC_ACTION_SAVE,
@@ -163,116 +155,73 @@ impl PinnedSearchPath {
                 0,
                 false,
             );
-            PinnedSearchPath(nest)
+            LocalSetting(nest)
         }
     }
 }
 
-impl Drop for PinnedSearchPath {
+impl Drop for LocalSetting {
     fn drop(&mut self) {
         if std::thread::panicking() {
             return; // an ERROR is unwinding: abort pops the nest level
         }
-        // SAFETY: pops the nest level opened in `new`, on the same backend.
+        // SAFETY: pops the nest level opened in `set`, on the same backend.
         unsafe { pg_sys::AtEOXact_GUC(true, self.0) };
     }
 }
 
-/// Runs as the bootstrap superuser with the search path pinned (see [`PinnedSearchPath`]):
+/// `search_path = pg_catalog, pg_temp`, pinned for the statements the extension runs.
+pub struct PinnedSearchPath(#[allow(dead_code)] LocalSetting);
+
+impl PinnedSearchPath {
+    pub fn new() -> PinnedSearchPath {
+        PinnedSearchPath(LocalSetting::set(c"search_path", c"pg_catalog, pg_temp"))
+    }
+}
+
+/// Runs as another role — the bootstrap superuser, or (`role`) a table's owner as a
+/// security-restricted operation — with the search path pinned (see [`PinnedSearchPath`]):
 /// reading pg_idgen_segments and calling nextval on a tag's sequence are the extension's
 /// business, not something every caller of segment_next needs privileges for. Restored on drop,
 /// or by (sub)transaction abort while an ERROR unwinds.
-pub struct AsSuperuser {
+pub struct RunAs {
     user: pg_sys::Oid,
     context: i32,
     _path: PinnedSearchPath,
 }
 
-impl AsSuperuser {
-    pub fn new() -> AsSuperuser {
+impl RunAs {
+    pub fn superuser() -> RunAs {
+        RunAs::role(pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID), false)
+    }
+
+    /// As `role`; `restricted` adds SECURITY_RESTRICTED_OPERATION (what a SECURITY DEFINER
+    /// function's owner switch for maintenance commands does).
+    pub fn role(role: pg_sys::Oid, restricted: bool) -> RunAs {
         let (mut user, mut context) = (pg_sys::Oid::INVALID, 0);
         // SAFETY: reads and sets the backend's current user; `SECURITY_LOCAL_USERID_CHANGE`
         // marks the change as local, as SECURITY DEFINER functions do.
         unsafe {
             pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
             let path = PinnedSearchPath::new();
-            pg_sys::SetUserIdAndSecContext(
-                pg_sys::Oid::from(pg_sys::BOOTSTRAP_SUPERUSERID),
-                context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
-            );
-            AsSuperuser { user, context, _path: path }
+            let mut flags = pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32;
+            if restricted {
+                flags |= pg_sys::SECURITY_RESTRICTED_OPERATION as i32;
+            }
+            pg_sys::SetUserIdAndSecContext(role, context | flags);
+            RunAs { user, context, _path: path }
         }
     }
 }
 
-impl Drop for AsSuperuser {
+impl Drop for RunAs {
     fn drop(&mut self) {
         if std::thread::panicking() {
             return; // abort restores the user id and security context
         }
-        // SAFETY: restores what `new` saved, on the same backend.
+        // SAFETY: restores what `role` saved, on the same backend.
         unsafe { pg_sys::SetUserIdAndSecContext(self.user, self.context) };
     }
-}
-
-/// Runs a read-only query with one text parameter against the *latest* committed state, not the
-/// caller's snapshot: a REPEATABLE READ transaction must see tags created or dropped after it
-/// started, as it sees catalog changes. Every column must be castable to bigint by the query
-/// itself; returns the rows as `Option<i64>` values. Runs under a pinned search path.
-pub fn select_latest_i64(sql: &CStr, arg: &str) -> Vec<Vec<Option<i64>>> {
-    let _path = PinnedSearchPath::new();
-    Spi::connect(|_client| {
-        // SAFETY: SPI is connected by `Spi::connect` for the duration of the closure; the plan,
-        // the registered snapshot and the tuple table are released below or, after an ERROR,
-        // by SPI's and the resource owner's cleanup at abort.
-        unsafe {
-            let mut argtypes = [pg_sys::TEXTOID];
-            let plan = pg_sys::SPI_prepare(sql.as_ptr(), 1, argtypes.as_mut_ptr());
-            if plan.is_null() {
-                raise(Code::ERRCODE_INTERNAL_ERROR, "pg_idgen: could not prepare a catalog query", None);
-            }
-            let arg = arg.into_datum().unwrap_or(pg_sys::Datum::from(0));
-            let mut values = [arg];
-            let nulls = [b' ' as std::ffi::c_char];
-            let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
-            let rc = pg_sys::SPI_execute_snapshot(
-                plan,
-                values.as_mut_ptr(),
-                nulls.as_ptr(),
-                snapshot,
-                std::ptr::null_mut(),
-                true,
-                false,
-                0,
-            );
-            pg_sys::UnregisterSnapshot(snapshot);
-            if rc != pg_sys::SPI_OK_SELECT as i32 {
-                raise(
-                    Code::ERRCODE_INTERNAL_ERROR,
-                    format!("pg_idgen: catalog query failed (SPI code {rc})"),
-                    None,
-                );
-            }
-            let table = pg_sys::SPI_tuptable;
-            let mut rows = Vec::new();
-            if !table.is_null() {
-                let natts = (*(*table).tupdesc).natts;
-                for i in 0..pg_sys::SPI_processed as usize {
-                    let tuple = *(*table).vals.add(i);
-                    let row = (1..=natts)
-                        .map(|col| {
-                            let mut isnull = false;
-                            let d = pg_sys::SPI_getbinval(tuple, (*table).tupdesc, col, &mut isnull);
-                            (!isnull).then(|| d.value() as i64)
-                        })
-                        .collect();
-                    rows.push(row);
-                }
-            }
-            pg_sys::SPI_freeplan(plan);
-            rows
-        }
-    })
 }
 
 /// Whether a relation exists, as of now (after taking `lock` on it, which waits for a

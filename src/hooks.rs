@@ -60,8 +60,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
         if created {
             // Freshly created (server start, or after a crash): fill it from disk, and write the
             // exact state back at a clean shutdown.
-            crate::state_file::load(crate::shmem::shared());
-            crate::state_file::register_exit_write();
+            crate::shmem::load_from_disk(crate::shmem::shared());
         }
     }
 }

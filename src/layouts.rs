@@ -17,6 +17,7 @@ use crate::catalog::{extension_schema, prevent_during_recovery, PinnedSearchPath
 use crate::clock::{ms_to_timestamptz, timestamptz_to_ms};
 use crate::errors::{self, raise, required, Code};
 use crate::gucs;
+use crate::tables;
 
 thread_local! {
     /// Custom layouts of the current database read so far, by name.
@@ -52,29 +53,22 @@ pub fn resolve(name: &str) -> Layout {
 }
 
 fn load_custom(name: &str) -> Option<Layout> {
-    let query = format!(
-        "SELECT epoch, unit_ms::pg_catalog.int8, time_bits, worker_bits, sequence_bits, field_order, \
-         worker_low_bits FROM {}.pg_idgen_layouts WHERE name OPERATOR(pg_catalog.=) $1",
-        extension_schema()
-    );
-    let _path = PinnedSearchPath::new();
-    let row = Spi::connect(|client| {
-        let table = client.select(query.as_str(), Some(1), &[name.into()])?;
-        if table.is_empty() {
-            return Ok::<_, pgrx::spi::Error>(None);
+    // Read by OID with a fresh snapshot (see `tables`): a REPEATABLE READ session must not cache
+    // a layout dropped or re-registered after it began.
+    let mut found = None;
+    tables::scan_extension_table(c"pg_idgen_layouts", |r| {
+        if found.is_none() && r.text("name").as_deref() == Some(name) {
+            let bits = |c: &str| r.i64(c).and_then(|b| i32::try_from(b).ok());
+            found = Some((
+                r.get::<TimestampWithTimeZone>("epoch"),
+                r.i64("unit_ms"),
+                [bits("time_bits"), bits("worker_bits"), bits("sequence_bits")],
+                r.text("field_order"),
+                bits("worker_low_bits"),
+            ));
         }
-        let row = table.first();
-        Ok(Some((
-            row.get::<TimestampWithTimeZone>(1)?,
-            row.get::<i64>(2)?,
-            [row.get::<i32>(3)?, row.get::<i32>(4)?, row.get::<i32>(5)?],
-            row.get::<String>(6)?,
-            row.get::<i32>(7)?,
-        )))
-    })
-    .unwrap_or_else(|e| {
-        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read pg_idgen_layouts: {e}"), None)
-    })?;
+    });
+    let row = found?;
     let (Some(epoch), Some(unit_ms), [Some(t), Some(w), Some(q)], Some(order), low) = row else {
         corrupt_layout(name, "a required column is NULL")
     };
@@ -112,17 +106,24 @@ fn corrupt_layout(name: &str, what: &str) -> ! {
 /// indexes, generated columns, defaults, constraints, views): they were computed with the old
 /// layout. Partition bounds are stored as constants and are not found this way.
 pub fn warn_dependents_of_server_layout() {
-    let schema = extension_schema();
+    // The three functions are found as members of the extension with their argument counts: no
+    // schema name in the statement.
+    let Some((_, ext)) = crate::catalog::extension_namespace_and_oid() else { return };
     let sql = format!(
         "SELECT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) \
          FROM pg_catalog.pg_depend d \
          WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass \
            AND d.deptype OPERATOR(pg_catalog.=) 'n' \
-           AND d.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY[ \
-               '{schema}.uid_decode(bigint)'::pg_catalog.regprocedure, \
-               '{schema}.snowflake_at(timestamptz, integer)'::pg_catalog.regprocedure, \
-               '{schema}.uid_compose(timestamptz, integer, integer)'::pg_catalog.regprocedure]::pg_catalog.oid[]) \
-         ORDER BY 1"
+           AND d.refobjid IN ( \
+               SELECT p.oid FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_depend e \
+                 ON e.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass \
+                AND e.objid OPERATOR(pg_catalog.=) p.oid AND e.deptype OPERATOR(pg_catalog.=) 'e' \
+                AND e.refobjid OPERATOR(pg_catalog.=) {ext}::pg_catalog.oid \
+               WHERE (p.proname OPERATOR(pg_catalog.=) 'uid_decode' AND p.pronargs OPERATOR(pg_catalog.=) 1) \
+                  OR (p.proname OPERATOR(pg_catalog.=) 'snowflake_at' AND p.pronargs OPERATOR(pg_catalog.=) 2) \
+                  OR (p.proname OPERATOR(pg_catalog.=) 'uid_compose' AND p.pronargs OPERATOR(pg_catalog.=) 3)) \
+         ORDER BY 1",
+        ext = u32::from(ext)
     );
     let _path = PinnedSearchPath::new();
     let objects: Vec<String> = Spi::connect(|c| {
@@ -308,20 +309,9 @@ fn uid_layouts() -> TableIterator<
     ),
 > {
     let mut names: Vec<(String, bool)> = NAMED_LAYOUTS.iter().map(|n| (n.to_string(), true)).collect();
-    let query = format!("SELECT name FROM {}.pg_idgen_layouts ORDER BY name", extension_schema());
-    let custom: Vec<String> = {
-        let _path = PinnedSearchPath::new();
-        Spi::connect(|client| {
-            let mut names = Vec::new();
-            for row in client.select(query.as_str(), None, &[])? {
-                names.extend(row.get::<String>(1)?);
-            }
-            Ok::<_, pgrx::spi::Error>(names)
-        })
-        .unwrap_or_else(|e| {
-            raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read pg_idgen_layouts: {e}"), None)
-        })
-    };
+    let mut custom = Vec::new();
+    tables::scan_extension_table(c"pg_idgen_layouts", |r| custom.extend(r.text("name")));
+    custom.sort();
     names.extend(custom.into_iter().map(|n| (n, false)));
     let rows: Vec<_> = names
         .into_iter()

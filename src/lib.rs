@@ -26,7 +26,9 @@
 //! * [`decode`] — `uid_decode`, `snowflake_at`, `uid_compose`, `snowflake_layout`;
 //!   [`layouts`] — named and custom layouts;
 //! * [`segment`] — segment sequences (`segment_next()` & co);
-//! * [`sql`] — the hand-written SQL in `sql/`, in install-script order.
+//! * [`mask`] — opaque public ids: `uid_mask`/`uid_unmask` (FF1), mask keys, text codes;
+//! * [`sql`] — the hand-written SQL in `sql/`, in install-script order; [`tables`] — reading the
+//!   extension's tables and sequences by OID, without SQL.
 
 #![deny(ffi_unwind_calls)]
 
@@ -40,11 +42,13 @@ mod gucs;
 mod hooks;
 mod layouts;
 mod lock;
+mod mask;
 mod segment;
 mod shmem;
 mod snowflake;
 mod sql;
 mod state_file;
+mod tables;
 mod wal;
 mod worker;
 
@@ -61,6 +65,7 @@ pub extern "C-unwind" fn _PG_init() {
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
     gucs::init(preloading);
     catalog::init(&[layouts::invalidate, worker::invalidate]);
+    mask::init();
     if preloading {
         hooks::init();
         wal::init();

@@ -28,14 +28,15 @@
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use pg_idgen_core::generator::{reservation_end, state_before_tick};
-use pg_idgen_core::{Layout, WorkerState};
+use pg_idgen_core::generator::{reservation_end, state_before_tick, state_tick};
+use pg_idgen_core::{Layout, StateFile, WorkerState};
 use pgrx::pg_sys;
+use pgrx::prelude::*;
 
 use crate::errors::{raise, Code};
 use crate::gucs;
 use crate::lock::LockGuard;
-use crate::state_file::{write_state_file, Override};
+use crate::state_file;
 
 /// How many distinct worker ids one instance can generate for between two restarts (logical
 /// shards on one server). A restart frees every slot whose reservation has passed.
@@ -210,7 +211,7 @@ pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, 
     // the WAL recycled after checkpoints), then the ids may be issued.
     let until_ms = layout.tick_to_unix_ms(end).min(i64::MAX as i128) as i64;
     crate::wal::log_reservation(slot.worker_id.load(Ordering::Acquire), until_ms);
-    write_state_file(sh, layout, Override::Slot(slot, end), pgrx::PgLogLevel::ERROR);
+    persist(sh, layout, Override::Slot(slot, end), pgrx::PgLogLevel::ERROR);
     slot.ws.reserved.store(end, Ordering::Release);
 }
 
@@ -227,7 +228,7 @@ pub fn replay_reservation(worker: i64, until_ms: i64) {
     let Some(slot) = claim_slot_locked(sh, worker) else {
         // No free slot: keep the reservation as the floor of every worker id without a slot.
         if until_ms > sh.floor_ms.load(Ordering::Acquire) {
-            write_state_file(sh, layout, Override::Floor(until_ms), pgrx::PgLogLevel::PANIC);
+            persist(sh, layout, Override::Floor(until_ms), pgrx::PgLogLevel::PANIC);
             sh.floor_ms.store(until_ms, Ordering::Release);
         }
         return;
@@ -235,7 +236,7 @@ pub fn replay_reservation(worker: i64, until_ms: i64) {
     if tick <= slot.ws.reserved.load(Ordering::Acquire) {
         return;
     }
-    write_state_file(sh, layout, Override::Slot(slot, tick), pgrx::PgLogLevel::PANIC);
+    persist(sh, layout, Override::Slot(slot, tick), pgrx::PgLogLevel::PANIC);
     slot.ws.state.fetch_max(state_before_tick(tick, layout.sequence_bits), Ordering::AcqRel);
     slot.ws.reserved.store(tick, Ordering::Release);
 }
@@ -247,11 +248,121 @@ pub fn accept_layout() -> bool {
     let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
     let was = sh.layout_mismatch.load(Ordering::Relaxed);
     set_persisted_layout(sh, &layout.canonical());
-    write_state_file(sh, layout, Override::None, pgrx::PgLogLevel::ERROR);
+    persist(sh, layout, Override::None, pgrx::PgLogLevel::ERROR);
     sh.layout_mismatch.store(false, Ordering::Relaxed);
-    drop(_guard);
-    if was {
-        crate::layouts::warn_dependents_of_server_layout();
-    }
     was
+}
+
+/// Fills freshly created shared memory from the state file (postmaster, before any backend), and
+/// registers the write at a clean shutdown.
+pub(crate) fn load_from_disk(sh: &Shared) {
+    let layout = gucs::layout();
+    let Some(state) = state_file::read() else {
+        set_persisted_layout(sh, &layout.canonical());
+        persist(sh, layout, Override::None, pgrx::PgLogLevel::ERROR);
+        register_exit_write();
+        return;
+    };
+    set_persisted_layout(sh, &state.layout);
+    if state.layout != layout.canonical() {
+        sh.layout_mismatch.store(true, Ordering::Relaxed);
+        pgrx::log!(
+            "pg_idgen: state file was written with layout \"{}\", server runs \"{}\"; snowflake_next() is refused until snowflake_accept_layout()",
+            state.layout,
+            layout.canonical()
+        );
+    }
+    // Worker ids whose reservation has passed need no slot: their ids are all in the past, so
+    // the floor (the latest of those reservations) keeps any later id above them. Only worker
+    // ids with a reservation still ahead of the clock get a slot back.
+    let now = crate::clock::now_unix_ms();
+    let mut floor = state.floor_ms;
+    let mut kept = 0;
+    for &(worker, until_ms) in &state.workers {
+        let slot = (until_ms > now).then(|| claim_slot_locked(sh, worker)).flatten();
+        match slot {
+            Some(slot) => {
+                let tick = tick_at_or_after(layout, until_ms);
+                slot.ws.state.store(state_before_tick(tick, layout.sequence_bits), Ordering::Relaxed);
+                slot.ws.reserved.store(tick, Ordering::Relaxed);
+                kept += 1;
+            }
+            None => floor = floor.max(until_ms),
+        }
+    }
+    sh.floor_ms.store(floor, Ordering::Relaxed);
+    pgrx::log!(
+        "pg_idgen: generator state loaded: {} worker id(s) with a reservation ahead, {} folded into the floor {}",
+        kept,
+        state.workers.len() - kept,
+        pg_idgen_core::layout::format_unix_ms(floor as i128)
+    );
+    register_exit_write();
+}
+
+/// A value the state file must carry that shared memory does not hold yet.
+enum Override<'a> {
+    None,
+    Slot(&'a Slot, u64),
+    Floor(i64),
+}
+
+/// Writes the state file from shared memory (plus `over`): for each worker, the Unix ms below
+/// which its ids may have been issued, and the floor. See `state_file::write` for `elevel`.
+fn persist(sh: &Shared, layout: &Layout, over: Override<'_>, elevel: pgrx::PgLogLevel) -> bool {
+    let mut state = StateFile {
+        layout: persisted_layout(sh),
+        floor_ms: sh.floor_ms.load(Ordering::Acquire),
+        workers: Vec::new(),
+    };
+    for slot in sh.slots.iter() {
+        let w = slot.worker_id.load(Ordering::Acquire);
+        if w < 0 {
+            continue;
+        }
+        let tick = match over {
+            Override::Slot(s, end) if std::ptr::eq(s, slot) => end,
+            _ => slot.ws.reserved.load(Ordering::Acquire),
+        };
+        state
+            .workers
+            .push((w, layout.tick_to_unix_ms(tick).clamp(i64::MIN as i128, i64::MAX as i128) as i64));
+    }
+    if let Override::Floor(ms) = over {
+        state.floor_ms = state.floor_ms.max(ms);
+    }
+    state_file::write(&state, elevel)
+}
+
+/// At a clean postmaster shutdown no backend runs: record for each worker the tick just after
+/// its last issued id, so a restart does not jump ahead by the reservation. Not after a crash
+/// (`code != 0`, the crash-restart cycle): shared memory is then not trusted, as
+/// pg_stat_statements refuses to dump it; the file already covers every id issued.
+#[pg_guard]
+unsafe extern "C-unwind" fn persist_at_exit(code: i32, _arg: pg_sys::Datum) {
+    // SAFETY: runs in the postmaster (IsUnderPostmaster is false) with no backend left.
+    unsafe {
+        if code != 0 || pg_sys::IsUnderPostmaster || SHARED.is_null() {
+            return;
+        }
+        let sh = &*SHARED;
+        let layout = gucs::layout();
+        let any = sh.slots.iter().any(|s| s.worker_id.load(Ordering::Acquire) >= 0);
+        if !any || sh.layout_mismatch.load(Ordering::Relaxed) {
+            return; // nothing to record, or keep the file as the operator must see it
+        }
+        for slot in sh.slots.iter().filter(|s| s.worker_id.load(Ordering::Acquire) >= 0) {
+            let last = state_tick(slot.ws.state.load(Ordering::Acquire), layout.sequence_bits);
+            let reserved = slot.ws.reserved.load(Ordering::Acquire);
+            slot.ws.reserved.store((last + 1).min(reserved), Ordering::Release);
+        }
+        persist(sh, layout, Override::None, pgrx::PgLogLevel::LOG);
+        SHARED = std::ptr::null_mut();
+    }
+}
+
+/// Registers the clean-shutdown write (`persist_at_exit`) in the postmaster.
+fn register_exit_write() {
+    // SAFETY: called once in the postmaster when shared memory is created.
+    unsafe { pg_sys::on_shmem_exit(Some(persist_at_exit), pg_sys::Datum::from(0)) };
 }

@@ -173,5 +173,9 @@ fn snowflake_accept_layout() -> bool {
             Some("Only a superuser can run snowflake_accept_layout()."),
         );
     }
-    shmem::accept_layout()
+    let changed = shmem::accept_layout();
+    if changed {
+        crate::layouts::warn_dependents_of_server_layout();
+    }
+    changed
 }

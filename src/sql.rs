@@ -31,3 +31,15 @@ extension_sql_file!(
         segment::status::segment_persisted
     ]
 );
+extension_sql_file!(
+    "../sql/mask.sql",
+    name = "mask",
+    requires = [
+        "catalog",
+        mask::pg_idgen_mask_keys_guard,
+        mask::uid_mask_key_create,
+        mask::uid_mask_key_rotate,
+        mask::uid_mask_key_set_in_use,
+        mask::uid_mask_key_drop
+    ]
+);

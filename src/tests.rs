@@ -105,9 +105,13 @@ mod tests {
         .unwrap()
         .unwrap();
         assert!(ok, "1,000 values over 100 segments of 10 strictly increase");
-        let issued =
-            Spi::get_one::<i64>("SELECT values_issued FROM segment_status WHERE tag = 'pgtest_tag'").unwrap();
-        assert_eq!(issued, Some(1000));
+        // The tag was created by this (test) transaction: its values come from this backend's
+        // private buffer, not from a shared entry, until the transaction commits.
+        let row = Spi::get_two::<i64, i64>(
+            "SELECT values_issued, persisted_hwm FROM segment_status WHERE tag = 'pgtest_tag'",
+        )
+        .unwrap();
+        assert_eq!(row, (Some(0), Some(1000)), "no shared entry; all 1,000 values durably reserved");
     }
 
     #[pg_test(error = "id -5 is negative; ids of this layout are positive (layout \"default\")")]

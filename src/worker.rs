@@ -16,6 +16,7 @@ use pgrx::prelude::*;
 use crate::catalog::{extension_schema, prevent_during_recovery, PinnedSearchPath};
 use crate::errors::{raise, Code};
 use crate::gucs;
+use crate::tables;
 
 /// What the table says: the worker id and the system identifier it was set on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +35,7 @@ pub fn invalidate() {
 }
 
 fn system_identifier() -> u64 {
+    // SAFETY: reads the control file's identifier, set at startup.
     unsafe { pg_sys::GetSystemIdentifier() }
 }
 
@@ -41,21 +43,12 @@ fn stored() -> Option<Stored> {
     if let Some(s) = CACHE.with(|c| c.get()) {
         return s;
     }
-    let query = format!(
-        "SELECT worker_id, system_identifier::pg_catalog.text FROM {}.pg_idgen_worker",
-        extension_schema()
-    );
-    let _path = PinnedSearchPath::new();
-    let row = Spi::connect(|client| {
-        let table = client.select(query.as_str(), Some(1), &[])?;
-        if table.is_empty() {
-            return Ok::<_, pgrx::spi::Error>(None);
-        }
-        let row = table.first();
-        Ok(Some((row.get::<i32>(1)?, row.get::<String>(2)?)))
-    })
-    .unwrap_or_else(|e| {
-        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read pg_idgen_worker: {e}"), None)
+    // Read by OID with a fresh snapshot (see `tables`): a REPEATABLE READ session that began
+    // before set_worker_id() must not cache, and generate with, the previous worker id.
+    let mut row = None;
+    tables::scan_extension_table(c"pg_idgen_worker", |r| {
+        let sysid = r.get::<pgrx::AnyNumeric>("system_identifier").map(|n| n.to_string());
+        row = Some((r.i64("worker_id").and_then(|w| i32::try_from(w).ok()), sysid));
     });
     // The table's NOT NULL and CHECK constraints make a row without both values impossible
     // unless it was edited by hand: say so rather than "not configured".

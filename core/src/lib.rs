@@ -1,7 +1,8 @@
 //! Pure logic of pg_idgen, with no PostgreSQL dependency so that it is testable with plain
 //! `cargo test`: id layouts and their arithmetic ([`layout`]) and the snowflake clock policy
 //! with an injectable clock ([`generator`]), segment arithmetic and the double buffer ([`segment`]),
-//! the generator's durable state file ([`state_file`]).
+//! the generator's durable state file ([`state_file`]), the keyed id mask ([`mask`]) and text
+//! codes ([`codes`]).
 
 #![forbid(unsafe_code)]
 
@@ -14,3 +15,7 @@ pub mod segment;
 pub mod state_file;
 
 pub use state_file::{StateFile, StateFileError};
+pub mod codes;
+#[cfg(test)]
+mod ff1_vectors;
+pub mod mask;

@@ -5,11 +5,12 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::claim::release;
-use super::config::{unknown_tag, validate_tag};
+use super::config::{read_config, unknown_tag, validate_tag};
 use super::reserve::flush_wal_and_wait_for_sync_standbys;
 use super::table::{my_db, MAX_MULTIPLE, MAX_NODES, MAX_STEP};
-use crate::catalog::{extension_schema, qualified_relation_name, AsSuperuser};
+use crate::catalog::{extension_schema, qualified_relation_name, RunAs};
 use crate::errors::{raise, raise_full, required, Code};
+use crate::tables;
 
 pub(super) fn require_superuser(what: &str) {
     if !unsafe { pg_sys::superuser() } {
@@ -104,7 +105,7 @@ pub(super) fn segment_create(
     }
     let origin = origin.unwrap();
     let schema = extension_schema();
-    let _su = AsSuperuser::new();
+    let _su = RunAs::superuser();
     if let Some(interval) = target_interval {
         let ms: Option<f64> = Spi::get_one_with_args(
             "SELECT pg_catalog.date_part('epoch', $1) OPERATOR(pg_catalog.*) 1000",
@@ -115,14 +116,13 @@ pub(super) fn segment_create(
             bad("target_interval must be positive", None);
         }
     }
-    let exists: Option<bool> = Spi::get_one_with_args(
-        &format!(
-            "SELECT EXISTS (SELECT 1 FROM {schema}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1)"
-        ),
-        &[tag.into()],
-    )
-    .unwrap_or_else(|e| spi_failed("look the tag up", e));
-    if exists == Some(true) {
+    let mut exists = false;
+    let mut count = 0i64;
+    tables::scan_extension_table(c"pg_idgen_segments", |row| {
+        count += 1;
+        exists |= row.text("tag").as_deref() == Some(tag);
+    });
+    if exists {
         raise(
             Code::ERRCODE_DUPLICATE_OBJECT,
             format!("segment tag \"{tag}\" already exists"),
@@ -132,9 +132,6 @@ pub(super) fn segment_create(
     // The sequence's name is generated, never derived from the tag: the first free
     // pg_idgen_seg_<n> from the number of tags on (a few tries at most: n only collides with
     // names of dropped tags' successors).
-    let count: i64 = Spi::get_one(&format!("SELECT pg_catalog.count(*) FROM {schema}.pg_idgen_segments"))
-        .unwrap_or_else(|e| spi_failed("count the tags", e))
-        .unwrap_or(0);
     let mut seqname = None;
     for n in count + 1..=count + 1000 {
         let name = format!("{schema}.pg_idgen_seg_{n}");
@@ -186,13 +183,23 @@ pub(super) fn segment_create(
     pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, move || release(db, &t));
 }
 
+/// A tag's backing sequence is gone (dropped by the owner of the extension's schema, which it can
+/// be, not being an extension member): no value can be reserved or trusted.
+pub(super) fn missing_sequence(seqoid: pg_sys::Oid) -> ! {
+    raise(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("the backing sequence (OID {}) of a segment tag does not exist", u32::from(seqoid)),
+        Some("It was dropped by hand. Values handed out before are unknown: recreate the tag with segment_create(tag, start => ...) above every value your tables hold."),
+    )
+}
+
 /// Drops a segment tag and its sequence (superuser only).
 #[pg_extern(volatile, parallel_unsafe, strict)]
 pub(super) fn segment_drop(tag: &str) {
     require_superuser("drop a segment tag");
     check_writable("drop a segment tag");
     let schema = extension_schema();
-    let _su = AsSuperuser::new();
+    let _su = RunAs::superuser();
     let seq: Option<pg_sys::Oid> = Spi::connect_mut(|c| {
         let t = c.update(
             &format!(
@@ -225,22 +232,7 @@ pub(super) fn segment_drop(tag: &str) {
 /// `last_value` with `is_called` is the whole truth: after `setval(.., false)` (what
 /// segment_set leaves) `pg_sequence_last_value()` is NULL although values below were issued.
 pub(super) fn persisted_hwm(seqoid: pg_sys::Oid, unit: i64, origin: i64) -> Option<i64> {
-    let name = qualified_relation_name(seqoid).unwrap_or_else(|| {
-        raise(
-            Code::ERRCODE_UNDEFINED_TABLE,
-            format!("the backing sequence (OID {}) of a segment tag does not exist", u32::from(seqoid)),
-            Some("Drop the tag with segment_drop() and create it again."),
-        )
-    });
-    let (last, called) = Spi::connect(|c| {
-        let t = c.select(&format!("SELECT last_value, is_called FROM {name}"), Some(1), &[])?;
-        let r = t.first();
-        Ok::<_, pgrx::spi::Error>((r.get::<i64>(1)?, r.get::<bool>(2)?))
-    })
-    .unwrap_or_else(|e| spi_failed("read the backing sequence", e));
-    let (Some(last), Some(called)) = (last, called) else {
-        raise(Code::ERRCODE_DATA_CORRUPTED, format!("sequence {name} has no state"), None)
-    };
+    let Some((last, called)) = tables::sequence_state(seqoid) else { missing_sequence(seqoid) };
     if called {
         Some(last.saturating_add(unit - 1))
     } else if last > origin {
@@ -256,27 +248,9 @@ pub(super) fn persisted_hwm(seqoid: pg_sys::Oid, unit: i64, origin: i64) -> Opti
 pub(super) fn segment_set(tag: &str, next: i64) -> i64 {
     require_superuser("set a segment tag");
     check_writable("set a segment tag");
-    let schema = extension_schema();
-    let _su = AsSuperuser::new();
-    let row = Spi::connect(|c| {
-        let t = c.select(
-            &format!(
-                "SELECT seq::pg_catalog.oid, unit::pg_catalog.int8, \
-                        nodes::pg_catalog.int8 OPERATOR(pg_catalog.*) unit, \
-                        start OPERATOR(pg_catalog.+) (node_index::pg_catalog.int8 OPERATOR(pg_catalog.*) unit) \
-                 FROM {schema}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1"
-            ),
-            Some(1),
-            &[tag.into()],
-        )?;
-        if t.is_empty() {
-            return Ok::<_, pgrx::spi::Error>(None);
-        }
-        let r = t.first();
-        Ok(Some((r.get::<pg_sys::Oid>(1)?, r.get::<i64>(2)?, r.get::<i64>(3)?, r.get::<i64>(4)?)))
-    })
-    .unwrap_or_else(|e| spi_failed("read the tag", e));
-    let Some((Some(seqoid), Some(unit), Some(stride), Some(origin))) = row else { unknown_tag(tag) };
+    let _su = RunAs::superuser();
+    let Some(cfg) = read_config(tag) else { unknown_tag(tag) };
+    let (seqoid, unit, stride, origin) = (cfg.seqoid, cfg.unit, cfg.stride, cfg.origin);
     // Block concurrent reservations (nextval takes RowExclusiveLock) until this transaction
     // ends, then read what has been reserved: nothing can be reserved between the read and
     // the setval below.

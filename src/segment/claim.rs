@@ -18,8 +18,16 @@ pub(super) unsafe fn entry_matches(e: *const Entry, db: pg_sys::Oid, tag: &[u8])
     }
 }
 
+/// Where a tag's values come from.
+pub(super) enum Found {
+    /// Entry `idx` of the shared table, with generation `gen`.
+    Shared(usize, u64),
+    /// The tag was created by this transaction: this backend's private buffer (see `hot`).
+    Uncommitted(TagConfig),
+}
+
 /// Finds the entry of (this database, tag), claiming one on first use. Slow path.
-pub(super) fn find_or_claim(tag: &str) -> (usize, u64) {
+pub(super) fn find_or_claim(tag: &str) -> Found {
     let h = header();
     let db = my_db();
     // SAFETY: `h` is the live header; capacity never changes after startup.
@@ -33,12 +41,18 @@ pub(super) fn find_or_claim(tag: &str) -> (usize, u64) {
                 // SAFETY: identity fields are read under the table lock (see the protocol).
                 unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation)) }
             });
-            if let Some(found) = found {
-                return found;
+            if let Some((idx, gen)) = found {
+                return Found::Shared(idx, gen);
             }
         }
         // Not in shared memory yet: read the catalog with no LWLock held.
         let Some(cfg) = read_config(tag) else { unknown_tag(tag) };
+        if cfg.uncommitted {
+            // Created by this transaction: no shared entry until it commits (a rolled-back
+            // savepoint or prepared transaction would leave one behind for a tag that does not
+            // exist); values come from this backend alone meanwhile.
+            return Found::Uncommitted(cfg);
+        }
         let claimed = claim(tag, &cfg).or_else(|| {
             // Full: entries of databases dropped since they were claimed can be reused.
             reclaim_dropped_databases().then(|| claim(tag, &cfg)).flatten()
@@ -55,7 +69,7 @@ pub(super) fn find_or_claim(tag: &str) -> (usize, u64) {
         // sequence for every backend. Waiting for a lock on the sequence waits for such a drop
         // to finish; if the sequence is gone, undo the claim and read the catalog again.
         if relation_exists_locked(cfg.seqoid, pg_sys::AccessShareLock) {
-            return (idx, gen);
+            return Found::Shared(idx, gen);
         }
         release_claim(idx, gen);
     }

@@ -3,8 +3,8 @@
 use pgrx::pg_sys;
 
 use super::table::{MAX_MULTIPLE, MAX_NODES, MAX_TAG_BYTES};
-use crate::catalog::{extension_schema, select_latest_i64, AsSuperuser};
 use crate::errors::{raise, Code};
+use crate::tables;
 
 pub(super) fn validate_tag(tag: &str) {
     if tag.is_empty() {
@@ -32,32 +32,43 @@ pub(super) struct TagConfig {
     pub(super) seqoid: pg_sys::Oid,
     pub(super) unit: i64,
     pub(super) stride: i64,
+    /// The first value of this node: start + node_index * unit.
+    pub(super) origin: i64,
     pub(super) mult: i64,
     pub(super) min_m: i64,
     pub(super) max_m: i64,
     pub(super) target_ms: i64,
+    /// The row was written by this transaction (not committed yet).
+    pub(super) uncommitted: bool,
 }
 
-/// Reads a tag's row with the latest committed state (not the caller's snapshot, which in a
-/// REPEATABLE READ transaction may predate a drop and re-create of the tag), and checks it as
-/// the hot path needs it: a row edited by hand cannot make it divide by zero or allocate
-/// without bound.
+/// Reads a tag's row by OID with a fresh snapshot (see `tables`: not the caller's snapshot, which
+/// in a REPEATABLE READ transaction may predate a drop and re-create of the tag), and checks it
+/// as the hot path needs it: a row edited by hand cannot make it divide by zero or allocate
+/// without bound. No SQL: nothing a caller controls is parsed, although this runs for every
+/// role (`segment_next`, `segment_status`).
 pub(super) fn read_config(tag: &str) -> Option<TagConfig> {
-    let _su = AsSuperuser::new();
-    let sql = std::ffi::CString::new(format!(
-        "SELECT seq::pg_catalog.oid::pg_catalog.int8, unit::pg_catalog.int8, \
-                nodes::pg_catalog.int8, step::pg_catalog.int8, \
-                COALESCE(min_step, step)::pg_catalog.int8, \
-                COALESCE(max_step, step)::pg_catalog.int8, \
-                COALESCE(pg_catalog.date_part('epoch', target_interval) \
-                    OPERATOR(pg_catalog.*) 1000, 0)::pg_catalog.int8 \
-         FROM {}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1",
-        extension_schema()
-    ))
-    .expect("no NUL in a generated statement");
-    let rows = select_latest_i64(&sql, tag);
-    let row = rows.into_iter().next()?;
-    let v = |i: usize| row.get(i).copied().flatten();
+    let mut found = None;
+    tables::scan_extension_table(c"pg_idgen_segments", |row| {
+        if found.is_none() && row.text("tag").as_deref() == Some(tag) {
+            found = Some(config_of(tag, row));
+        }
+    });
+    found
+}
+
+/// Every tag of this database with its configuration.
+pub(super) fn read_all() -> Vec<(String, TagConfig)> {
+    let mut all = Vec::new();
+    tables::scan_extension_table(c"pg_idgen_segments", |row| {
+        let tag = row.text("tag").unwrap_or_default();
+        let cfg = config_of(&tag, row);
+        all.push((tag, cfg));
+    });
+    all
+}
+
+fn config_of(tag: &str, row: &tables::Row) -> TagConfig {
     let corrupt = |what: &str| -> ! {
         raise(
             Code::ERRCODE_DATA_CORRUPTED,
@@ -65,13 +76,21 @@ pub(super) fn read_config(tag: &str) -> Option<TagConfig> {
             Some("pg_idgen_segments is written by segment_create(); drop the tag and create it again."),
         )
     };
-    let (Some(seq), Some(unit), Some(nodes), Some(step), Some(min_step), Some(max_step), Some(target_ms)) =
-        (v(0), v(1), v(2), v(3), v(4), v(5), v(6))
-    else {
+    let (Some(seqoid), Some(unit), Some(nodes), Some(node_index), Some(step), Some(start)) = (
+        row.oid("seq"),
+        row.i64("unit"),
+        row.i64("nodes"),
+        row.i64("node_index"),
+        row.i64("step"),
+        row.i64("start"),
+    ) else {
         corrupt("a required column is NULL")
     };
-    if unit <= 0 || !(1..=MAX_NODES as i64).contains(&nodes) {
-        corrupt(&format!("unit {unit}, nodes {nodes}"));
+    let min_step = row.i64("min_step").unwrap_or(step);
+    let max_step = row.i64("max_step").unwrap_or(step);
+    let target_ms = row.get::<pgrx::datum::Interval>("target_interval").map(interval_ms).unwrap_or(0);
+    if unit <= 0 || !(1..=MAX_NODES as i64).contains(&nodes) || !(0..nodes).contains(&node_index) {
+        corrupt(&format!("unit {unit}, nodes {nodes}, node_index {node_index}"));
     }
     if min_step != unit || step % unit != 0 || max_step % unit != 0 {
         corrupt("step, min_step and max_step must be multiples of the unit (min_step)");
@@ -80,13 +99,25 @@ pub(super) fn read_config(tag: &str) -> Option<TagConfig> {
     if !(1 <= min_m && min_m <= mult && mult <= max_m && max_m <= MAX_MULTIPLE) {
         corrupt(&format!("step {step} outside [{min_step}, {max_step}] or more than {MAX_MULTIPLE} units"));
     }
-    Some(TagConfig {
-        seqoid: pg_sys::Oid::from(u32::try_from(seq).unwrap_or_else(|_| corrupt("seq"))),
+    let Some(origin) = start.checked_add(node_index * unit) else { corrupt("start") };
+    TagConfig {
+        seqoid,
         unit,
         stride: nodes * unit,
+        origin,
         mult,
         min_m,
         max_m,
         target_ms: target_ms.max(0),
-    })
+        uncommitted: row.written_by_this_transaction(),
+    }
+}
+
+/// An interval in milliseconds as `date_part('epoch', interval) * 1000` computes it (a month is
+/// 30 days, a year 365.25 days), saturating.
+fn interval_ms(i: pgrx::datum::Interval) -> i64 {
+    let months = i.months() as i128;
+    let days = (months / 12) as f64 * 365.25 + ((months % 12) * 30) as f64 + i.days() as f64;
+    let ms = days * 86_400_000.0 + i.micros() as f64 / 1000.0;
+    ms.clamp(i64::MIN as f64, i64::MAX as f64) as i64
 }

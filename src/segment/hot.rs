@@ -6,9 +6,9 @@ use pg_idgen_core::segment::Take;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::claim::find_or_claim;
+use super::claim::{find_or_claim, Found};
 use super::config::validate_tag;
-use super::reserve::refill;
+use super::reserve::{private_next, refill};
 use super::table::{cv_ptr, entry_ptr, Held, HEADER, MAX_TAG_BYTES};
 use crate::clock::monotonic_ms;
 use crate::errors::{raise, Code};
@@ -161,7 +161,10 @@ pub(super) fn next_value(tag: &[u8]) -> i64 {
         if idx == usize::MAX {
             let t = tag_str(tag);
             validate_tag(t);
-            (idx, gen) = find_or_claim(t);
+            match find_or_claim(t) {
+                Found::Shared(i, g) => (idx, gen) = (i, g),
+                Found::Uncommitted(cfg) => return private_next(t, &cfg),
+            }
             cache_put(tag, idx, gen);
         }
         // (value, refill now, another backend's refill is in flight)

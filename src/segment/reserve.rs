@@ -1,11 +1,16 @@
 //! Durable reservations: `nextval` on the tag's backing sequence, the WAL flush and the wait for
 //! synchronous standbys, and installing the result in the entry's double buffer (refill).
 
-use pg_idgen_core::segment::{next_multiple, Segment};
+use pg_idgen_core::segment::{next_multiple, Buffers, Segment, Take};
+
+use super::admin::missing_sequence;
+use super::claim::release_claim;
+use super::config::{read_config, unknown_tag, TagConfig};
+use crate::tables;
 use pgrx::pg_sys;
 
 use super::table::{cv_ptr, entry_ptr, Entry, Held};
-use crate::catalog::AsSuperuser;
+use crate::catalog::{LocalSetting, RunAs};
 use crate::clock::now_unix_ms;
 use crate::errors::{raise, Code};
 
@@ -36,12 +41,20 @@ pub(super) fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
 /// Makes everything inserted into WAL so far durable, and waits for synchronous standbys if any
 /// are configured, as a commit does.
 pub(super) fn flush_wal_and_wait_for_sync_standbys() {
+    // The reserved values are shared by every session: whether synchronous standbys confirm them
+    // must not depend on the synchronous_commit of the session that happens to reserve. A weaker
+    // setting (off, local, remote_write) is raised to `on` for the wait, in a GUC nest level of
+    // its own; remote_apply is kept.
+    // SAFETY: reads the backend's current value of the setting.
+    let weak = unsafe { pg_sys::synchronous_commit }
+        < pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_REMOTE_FLUSH as i32;
+    let _raised = weak.then(|| LocalSetting::set(c"synchronous_commit", c"on"));
     let upto;
     // SAFETY: XLogFlush raises an ERROR on failure; SyncRepWaitForLSN must run with interrupts
     // held, as RecordTransactionCommit does (it asserts so on assert-enabled builds): a cancel
-    // or termination during the wait is turned into a WARNING and the wait ends; interrupts
-    // are serviced again at the next CHECK_FOR_INTERRUPTS after RESUME. No Drop guard for the
-    // count: an ERROR inside resets InterruptHoldoffCount to 0 itself (errfinish).
+    // or termination during the wait is turned into a WARNING and the wait ends (checked
+    // below); interrupts are serviced again at the next CHECK_FOR_INTERRUPTS after RESUME. No
+    // Drop guard for the count: an ERROR inside resets InterruptHoldoffCount to 0 (errfinish).
     unsafe {
         upto = flushable(pg_sys::GetXLogInsertRecPtr());
         pg_sys::XLogFlush(upto);
@@ -114,7 +127,7 @@ pub(super) fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) ->
     }
     let mut starts = Vec::with_capacity(mult as usize);
     {
-        let _su = AsSuperuser::new();
+        let _su = RunAs::superuser();
         for _ in 0..mult {
             // SAFETY: nextval_oid is a V1 function taking a regclass; DirectFunctionCall1Coll
             // builds its call frame and is itself guarded by pgrx.
@@ -165,7 +178,7 @@ pub(super) fn in_subtransaction<T>(
 /// value; otherwise the caller already holds a value and a failed reservation must not cost it
 /// that value (it is returned; the entry stops refilling ahead until a synchronous refill).
 pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
-    let (seqoid, unit, stride, mult) = {
+    let (seqoid, unit, stride, mult, tag) = {
         let _g = Held::entry(idx);
         let e = entry_ptr(idx);
         // SAFETY: mutable entry fields are read under the entry lock.
@@ -173,7 +186,8 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
             if !(*e).in_use || (*e).generation != gen {
                 return;
             }
-            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult)
+            let tag = String::from_utf8_lossy(&(&(*e).tag)[..(*e).tag_len]).into_owned();
+            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult, tag)
         }
     };
     // SAFETY: a flag of the current transaction.
@@ -181,7 +195,18 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
         finish_refill(idx, gen, |e| e.refilling = false);
         return; // in a read-only transaction only a caller left with no value reserves (and fails)
     }
-    let reserved = in_subtransaction(move || reserve(seqoid, unit, stride, mult));
+    let reserved = in_subtransaction(move || {
+        // Every reservation checks the entry against the catalog first: a tag dropped with the
+        // extension, or whose sequence was dropped by hand, is not served any further.
+        if read_config(&tag).is_none_or(|cfg| cfg.seqoid != seqoid) {
+            release_claim(idx, gen);
+            unknown_tag(&tag);
+        }
+        if tables::sequence_state(seqoid).is_none() {
+            missing_sequence(seqoid);
+        }
+        reserve(seqoid, unit, stride, mult)
+    });
     let seg = match reserved {
         Ok(seg) => seg,
         Err(error) => {
@@ -255,4 +280,42 @@ pub(super) fn overflow_oid(seqoid: pg_sys::Oid) -> ! {
         format!("segment sequence {} has reached the largest bigint value", u32::from(seqoid)),
         None,
     )
+}
+
+thread_local! {
+    /// Values of tags created by the current transaction, reserved by this backend alone (no
+    /// other backend can see the tag before commit), by tag. Emptied at the end of the
+    /// transaction: what is left becomes a gap, as a restart's cached remainder does.
+    static PRIVATE: std::cell::RefCell<std::collections::HashMap<String, Buffers>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The next value of a tag created by this transaction (see `claim::Found::Uncommitted`):
+/// reserved durably from its sequence like any segment, held in this backend's memory.
+pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
+    loop {
+        let taken = PRIVATE.with(|p| p.borrow_mut().get_mut(tag).map(Buffers::take));
+        match taken {
+            Some(Take::Value { value, .. }) => return value,
+            Some(Take::Empty) => {}
+            None => {
+                let first = PRIVATE.with(|p| {
+                    let mut p = p.borrow_mut();
+                    let first = p.is_empty();
+                    p.insert(tag.to_string(), Buffers::default());
+                    first
+                });
+                if first {
+                    for event in [pgrx::PgXactCallbackEvent::Commit, pgrx::PgXactCallbackEvent::Abort] {
+                        pgrx::register_xact_callback(event, || {
+                            let _ = PRIVATE.try_with(|p| p.borrow_mut().clear());
+                        });
+                    }
+                }
+            }
+        }
+        let seg =
+            reserve(cfg.seqoid, cfg.unit, cfg.stride, cfg.mult).unwrap_or_else(|| overflow_oid(cfg.seqoid));
+        PRIVATE.with(|p| p.borrow_mut().get_mut(tag).map(|b| b.install(seg)));
+    }
 }

@@ -1,13 +1,13 @@
 //! What `segment_status` shows: the shared entries of this database and each tag's persisted
 //! high-water mark.
 
-use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::admin::{persisted_hwm, spi_failed};
+use super::admin::persisted_hwm;
+use super::config::read_all;
 use super::table::{entry_ptr, my_db, Held, HEADER};
-use crate::catalog::{extension_schema, AsSuperuser};
 use crate::clock::ms_to_timestamptz;
+use crate::tables;
 
 /// Shared-memory state of this database's tags (used by the segment_status view).
 #[pg_extern(volatile, parallel_safe)]
@@ -66,34 +66,17 @@ pub(super) fn segment_status_shmem() -> TableIterator<
 
 /// The persisted high-water mark of every tag of this database: the largest value that may
 /// have been handed out (NULL before the first reservation). Readable by every role (through the
-/// segment_status view): the sequences are read as the extension, with the search path pinned.
+/// segment_status view): the table and the sequences are read by OID, without SQL (`tables`).
 #[pg_extern(volatile, parallel_safe)]
 pub(super) fn segment_persisted(
 ) -> TableIterator<'static, (name!(tag, String), name!(persisted_hwm, Option<i64>))> {
-    let schema = extension_schema();
-    let _su = AsSuperuser::new();
-    let tags = Spi::connect(|c| {
-        let t = c.select(
-            &format!(
-                "SELECT tag, seq::pg_catalog.oid, unit::pg_catalog.int8, \
-                        start OPERATOR(pg_catalog.+) (node_index::pg_catalog.int8 OPERATOR(pg_catalog.*) unit) \
-                 FROM {schema}.pg_idgen_segments"
-            ),
-            None,
-            &[],
-        )?;
-        let mut v = Vec::new();
-        for r in t {
-            v.push((r.get::<String>(1)?, r.get::<pg_sys::Oid>(2)?, r.get::<i64>(3)?, r.get::<i64>(4)?));
-        }
-        Ok::<_, pgrx::spi::Error>(v)
-    })
-    .unwrap_or_else(|e| spi_failed("read pg_idgen_segments", e));
-    let rows: Vec<_> = tags
+    let rows: Vec<_> = read_all()
         .into_iter()
-        .filter_map(|row| match row {
-            (Some(tag), Some(seq), Some(unit), Some(origin)) => Some((tag, persisted_hwm(seq, unit, origin))),
-            _ => None,
+        .map(|(tag, cfg)| {
+            // A tag whose sequence was dropped by hand shows NULL rather than failing the view.
+            let hwm = tables::sequence_state(cfg.seqoid)
+                .and_then(|_| persisted_hwm(cfg.seqoid, cfg.unit, cfg.origin));
+            (tag, hwm)
         })
         .collect();
     TableIterator::new(rows)

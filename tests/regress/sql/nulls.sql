@@ -21,6 +21,9 @@ CREATE FUNCTION sample_value(t regtype, n text) RETURNS text LANGUAGE sql AS $$
     WHEN t = 'text'::regtype THEN '''nulls_tag''::text'
     WHEN t = 'timestamp with time zone'::regtype THEN '''2026-06-01Z''::timestamptz'
     WHEN t = 'interval'::regtype THEN '''1 minute''::interval'
+    WHEN t = 'bytea'::regtype THEN 'pg_catalog.decode(pg_catalog.repeat(''00'', 32), ''hex'')'
+    WHEN t = 'integer[]'::regtype THEN '''{0,1,1,0,1,0,0,1,1,0}''::integer[]'
+    WHEN t = 'boolean'::regtype THEN 'true'
   END $$;
 DO $$
 DECLARE

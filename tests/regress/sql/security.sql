@@ -153,6 +153,44 @@ SELECT array_agg(worker_id ORDER BY worker_id) FILTER (WHERE worker_id IN (1, 42
 \c - postgres
 SET client_min_messages = warning;
 REVOKE pg_read_all_stats FROM regress_mallory;
+-- the owner of the extension's schema (here public, owned by pg_database_owner in a database
+-- it owns) swaps schema names under a warm backend: no statement of the extension names a schema
+-- or table of the caller's choosing, so its view is never read and it gains nothing
+CREATE ROLE regress_dbo LOGIN;
+CREATE DATABASE regress_dbo_db OWNER regress_dbo TEMPLATE template0;
+\c regress_dbo_db postgres
+SET client_min_messages = warning;
+CREATE EXTENSION pg_idgen;
+SELECT segment_create('t2', 5);
+CREATE FUNCTION pg_temp_regress_sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
+ALTER FUNCTION pg_temp_regress_sqlstate_of(text) SET SCHEMA pg_catalog;
+\c regress_dbo_db regress_dbo
+CREATE SCHEMA evil;
+CREATE FUNCTION evil.pwn() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN RAISE WARNING 'pwn() running as %', current_user; EXECUTE 'ALTER ROLE regress_dbo SUPERUSER'; RETURN true; END $$;
+CREATE VIEW evil.pg_idgen_segments AS
+  SELECT 't2'::text AS tag, 'pg_catalog.pg_class'::regclass AS seq, 5 AS step, 5 AS unit, 1::bigint AS start,
+         1 AS nodes, 0 AS node_index, NULL::int AS min_step, NULL::int AS max_step, NULL::interval AS target_interval
+  WHERE evil.pwn();
+SELECT tag, persisted_hwm FROM public.segment_persisted();
+SELECT public.segment_next('t2');
+BEGIN; ALTER SCHEMA public RENAME TO was_public; ALTER SCHEMA evil RENAME TO public; COMMIT;
+SELECT tag, persisted_hwm FROM was_public.segment_persisted();
+SELECT was_public.segment_next('t2');
+SELECT pg_catalog.pg_temp_regress_sqlstate_of($$SELECT was_public.segment_next('no_such_tag')$$);
+SELECT count(*) FROM was_public.uid_layouts();
+SELECT worker_id, source FROM was_public.snowflake_worker();
+-- the schema owner can drop a backing sequence (not an extension member): a clean error, and the
+-- status view keeps working, never XX000
+DROP SEQUENCE was_public.pg_idgen_seg_1;
+SELECT left(pg_catalog.pg_temp_regress_sqlstate_of($$SELECT count(was_public.segment_next('t2')) FROM generate_series(1, 20)$$), 5) AS sqlstate;
+SELECT tag, persisted_hwm FROM was_public.segment_status;
+SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_dbo';
+\c pg_idgen_regress postgres
+SET client_min_messages = warning;
+DROP DATABASE regress_dbo_db;
+DROP ROLE regress_dbo;
 -- nothing ran, nobody gained anything
 SELECT count(*) AS shadow_calls FROM public.shadow_calls;
 SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_mallory';

@@ -144,4 +144,16 @@ SELECT array_agg(v) FROM (SELECT segment_next('ro') v FROM generate_series(1, 15
 SELECT regress_sqlstate_of($$SELECT segment_next('ro')$$);
 ROLLBACK;
 SELECT segment_next('ro');
+-- a tag created in a savepoint that rolls back leaves nothing in shared memory (its values were
+-- served by this backend alone until commit): afterwards it does not exist, and re-created it
+-- starts afresh without a ghost entry having served anything
+BEGIN;
+SAVEPOINT a;
+SELECT segment_create('ghost', 10);
+SELECT segment_next('ghost'), segment_next('ghost');
+ROLLBACK TO SAVEPOINT a;
+COMMIT;
+SELECT regress_sqlstate_of($$SELECT segment_next('ghost')$$);
+SELECT segment_create('ghost', 10, start => 100);
+SELECT segment_next('ghost');
 SELECT segment_drop(tag) FROM pg_idgen_segments ORDER BY tag;

@@ -1,0 +1,146 @@
+//! Reading the extension's tables (and a tag's backing sequence) by OID, without SQL.
+//!
+//! The tables are found by name *inside the extension's namespace, given by OID*, and must be
+//! members of the extension: no schema or table name is ever parsed, so renaming schemas (the
+//! owner of the extension's schema can) or shadowing objects cannot redirect a read. Rows are
+//! read with the latest committed state plus this transaction's own changes (a fresh snapshot,
+//! as catalog reads are), not the caller's snapshot: a REPEATABLE READ transaction that began
+//! before `set_worker_id()`, `segment_drop()` or `uid_layout_drop()` must not act on, or cache,
+//! what those changed.
+
+use std::ffi::CStr;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::catalog::{extension_namespace_and_oid, not_installed};
+use crate::errors::{raise, Code};
+
+/// One row of a scan: columns by name, converted on demand.
+pub struct Row {
+    tuple: pg_sys::HeapTuple,
+    desc: pg_sys::TupleDesc,
+}
+
+impl Row {
+    fn datum(&self, column: &str) -> Option<(pg_sys::Datum, pg_sys::Oid)> {
+        // SAFETY: `desc` describes `tuple` (both from the open relation during the scan).
+        unsafe {
+            let natts = (*self.desc).natts as usize;
+            let attrs = (*self.desc).attrs.as_slice(natts);
+            let (i, att) = attrs.iter().enumerate().find(|(_, a)| {
+                !a.attisdropped && CStr::from_ptr(a.attname.data.as_ptr()).to_bytes() == column.as_bytes()
+            })?;
+            let mut isnull = false;
+            let d = pg_sys::heap_getattr(self.tuple, i as i32 + 1, self.desc, &mut isnull);
+            (!isnull).then_some((d, att.atttypid))
+        }
+    }
+
+    /// An integer column (smallint, integer, bigint) as i64.
+    pub fn i64(&self, column: &str) -> Option<i64> {
+        let (d, typ) = self.datum(column)?;
+        Some(match typ {
+            pg_sys::INT2OID => d.value() as i16 as i64,
+            pg_sys::INT4OID => d.value() as i32 as i64,
+            _ => d.value() as i64,
+        })
+    }
+
+    /// An oid-like column (oid, regclass).
+    pub fn oid(&self, column: &str) -> Option<pg_sys::Oid> {
+        self.datum(column).map(|(d, _)| pg_sys::Oid::from(d.value() as u32))
+    }
+
+    pub fn bool(&self, column: &str) -> Option<bool> {
+        self.datum(column).map(|(d, _)| d.value() != 0)
+    }
+
+    /// A text column; text that is not valid UTF-8 (a SQL_ASCII database) is decoded lossily.
+    pub fn text(&self, column: &str) -> Option<String> {
+        let (d, _) = self.datum(column)?;
+        // SAFETY: a non-NULL text datum of the row; detoasted into the current memory context.
+        unsafe {
+            let v = pg_sys::pg_detoast_datum_packed(d.cast_mut_ptr());
+            Some(String::from_utf8_lossy(pgrx::varlena::varlena_to_byte_slice(v)).into_owned())
+        }
+    }
+
+    /// A column of any type pgrx can convert (timestamptz, interval, numeric).
+    pub fn get<T: FromDatum>(&self, column: &str) -> Option<T> {
+        let (d, typ) = self.datum(column)?;
+        // SAFETY: a non-NULL datum of type `typ`, converted by the type's own FromDatum.
+        unsafe { T::from_polymorphic_datum(d, false, typ) }
+    }
+
+    /// Whether this transaction (or one of its subtransactions) wrote this row version.
+    pub fn written_by_this_transaction(&self) -> bool {
+        // SAFETY: the tuple header of a row returned by the scan.
+        unsafe {
+            let xmin = pg_sys::HeapTupleHeaderGetXmin((*self.tuple).t_data);
+            pg_sys::TransactionIdIsCurrentTransactionId(xmin)
+        }
+    }
+}
+
+/// The OID of the extension's table `name`, checked to be a member of the extension.
+pub fn extension_table(name: &CStr) -> pg_sys::Oid {
+    let Some((nsp, ext)) = extension_namespace_and_oid() else { not_installed() };
+    // SAFETY: lookups by name within a namespace given by OID, and in pg_depend; no SQL.
+    unsafe {
+        let relid = pg_sys::get_relname_relid(name.as_ptr(), nsp);
+        if relid == pg_sys::InvalidOid
+            || pg_sys::getExtensionOfObject(pg_sys::RelationRelationId, relid) != ext
+        {
+            raise(
+                Code::ERRCODE_UNDEFINED_TABLE,
+                format!("the table {} of extension pg_idgen is missing", name.to_string_lossy()),
+                Some("Reinstall the extension (DROP EXTENSION pg_idgen; CREATE EXTENSION pg_idgen)."),
+            );
+        }
+        relid
+    }
+}
+
+/// Calls `f` for every row of relation `relid` visible to a fresh snapshot (committed rows and
+/// this transaction's own), holding AccessShareLock on it during the scan.
+pub fn scan(relid: pg_sys::Oid, mut f: impl FnMut(&Row)) {
+    // SAFETY: the relation is opened and locked for the scan; the snapshot is registered for the
+    // scan's duration; rows are only used inside `f`. An ERROR in between is cleaned up by
+    // abort (resource owner: relation, snapshot, scan).
+    unsafe {
+        let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as i32);
+        let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+        let scan =
+            pg_sys::systable_beginscan(rel, pg_sys::InvalidOid, false, snapshot, 0, std::ptr::null_mut());
+        loop {
+            let tuple = pg_sys::systable_getnext(scan);
+            if tuple.is_null() {
+                break;
+            }
+            f(&Row { tuple, desc: (*rel).rd_att });
+        }
+        pg_sys::systable_endscan(scan);
+        pg_sys::UnregisterSnapshot(snapshot);
+        pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);
+    }
+}
+
+/// Rows of the extension's table `name`.
+pub fn scan_extension_table(name: &CStr, f: impl FnMut(&Row)) {
+    scan(extension_table(name), f)
+}
+
+/// A sequence's `last_value` and `is_called`, read from the sequence relation itself (its one
+/// row, as `SELECT last_value, is_called FROM seq` reads it) by OID. None if it does not exist.
+pub fn sequence_state(seqoid: pg_sys::Oid) -> Option<(i64, bool)> {
+    // SAFETY: a syscache probe; the relation is only scanned if it exists and is a sequence.
+    let is_sequence =
+        unsafe { pg_sys::get_rel_relkind(seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
+    if !is_sequence {
+        return None;
+    }
+    let mut state = None;
+    scan(seqoid, |row| state = row.i64("last_value").zip(row.bool("is_called")));
+    state
+}
