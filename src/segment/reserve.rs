@@ -81,26 +81,25 @@ pub(super) fn flush_wal_and_wait_for_sync_standbys() {
 }
 
 /// Whether synchronous replication, if in effect, has confirmed `upto` at the level
-/// SyncRepWaitForLSN(upto, commit = false) waits for; true when it is not in effect (the same
-/// fast exits as SyncRepWaitForLSN: not requested, or the checkpointer has published that no
-/// synchronous standby is defined).
+/// SyncRepWaitForLSN(upto, commit = false) waits for; true when it is not in effect (not
+/// requested, or no synchronous standby named). `synchronous_standby_names` is read from the
+/// setting rather than from WalSndCtl's flag, whose name and type differ between minor releases.
 fn sync_standbys_reached(upto: pg_sys::XLogRecPtr) -> bool {
     // SAFETY: GUC variables of this backend, and WalSndCtl in shared memory (set up at startup).
     // The LSNs there only increase and are 8-byte aligned: a read without SyncRepLock sees an
     // old or a new value, and an old one can only make us report "not reached" after a wait
     // that ended early anyway.
     unsafe {
+        let names = pg_sys::SyncRepStandbyNames;
         if pg_sys::max_wal_senders == 0
             || pg_sys::synchronous_commit
                 <= pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_LOCAL_FLUSH as std::ffi::c_int
+            || names.is_null()
+            || *names == 0
         {
             return true;
         }
         let ctl = pg_sys::WalSndCtl;
-        let status = std::ptr::read_volatile(&raw const (*ctl).sync_standbys_status) as u32;
-        if status & pg_sys::SYNC_STANDBY_DEFINED == 0 {
-            return true;
-        }
         // syncrep.c's SyncRepWaitMode (static there) capped at flush, as for commit = false:
         // write for synchronous_commit = remote_write, else flush (on, remote_apply)
         let mode = if pg_sys::synchronous_commit
