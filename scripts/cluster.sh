@@ -3,6 +3,7 @@
 #
 # Usage:
 #   scripts/cluster.sh start   NAME PORT [postgres options...]  # initdb on first use, then (re)start
+#   scripts/cluster.sh init    NAME                             # initdb only (e.g. a pg_upgrade target)
 #   scripts/cluster.sh stop    NAME [smart|fast|immediate]      # default: fast; no-op if not running
 #   scripts/cluster.sh restart NAME [postgres options...]       # stop fast + start on the stored port
 #   scripts/cluster.sh crash   NAME                             # SIGKILL the postmaster and its children
@@ -162,8 +163,11 @@ ensure_dirs() {
 do_initdb() {
     [ -f "$SHARED_CONF" ] || die "missing $SHARED_CONF"
     note "initdb $PGDATA_DIR"
+    # INITDB_OPTS: extra initdb options, e.g. --no-data-checksums (18 enables checksums by
+    # default; a pg_upgrade target must match its source)
+    # shellcheck disable=SC2086
     as_pg "$PGBIN/initdb" -D "$PGDATA_DIR" -A trust -U "$PG_USER" \
-        --locale=C.UTF-8 -E UTF8 --no-sync >"$CDIR/initdb.log" 2>&1 \
+        --locale=C.UTF-8 -E UTF8 --no-sync ${INITDB_OPTS:-} >"$CDIR/initdb.log" 2>&1 \
         || { cat "$CDIR/initdb.log" >&2; die "initdb failed"; }
     as_pg sh -c "cat >> '$PGDATA_DIR/postgresql.conf'" <<EOF
 
@@ -361,6 +365,8 @@ cmd_stopall() {
 cmd=${1:-}; [ $# -gt 0 ] && shift
 case $cmd in
     start)    cmd_start "$@" ;;
+    init)     check_name "${1:-}"; set_paths "$1"; ensure_dirs
+              [ -f "$PGDATA_DIR/PG_VERSION" ] && die "'$1' already has $PGDATA_DIR"; do_initdb ;;
     stop)     cmd_stop "$@" ;;
     restart)  cmd_restart "$@" ;;
     crash)    cmd_crash "$@" ;;

@@ -6,6 +6,7 @@
 #   PG=NN          major version: 15 (default), 16, 17 or 18
 #   PG_CONFIG=...  a pg_config; when set it wins and PG is taken from `pg_config --version`
 #                  (PG and PG_CONFIG both set and disagreeing is an error)
+#   PG_CONFIG_NN=...  overrides where major NN lives (default: the table below)
 #   PG_IDGEN_PG_HOME  where scripts/deps.sh unpacks PostgreSQL 16, 17 and 18
 #                  (default /var/cache/pg_idgen; `make clean-servers` deletes it)
 #
@@ -29,8 +30,11 @@ PG_SUPPORTED_MAJORS="15 16 17 18"
 PG_IDGEN_PG_HOME=${PG_IDGEN_PG_HOME:-/var/cache/pg_idgen}
 export PG_IDGEN_PG_HOME
 
-# pg_config_for NN: the pg_config path of major NN (whether installed or not)
+# pg_config_for NN: the pg_config path of major NN (whether installed or not);
+# PG_CONFIG_NN=<path> in the environment overrides it (e.g. a PostgreSQL 15 built elsewhere)
 pg_config_for() {
+    local o="PG_CONFIG_${1:-}"
+    if [[ ${1:-} =~ ^[0-9]+$ ]] && [ -n "${!o:-}" ]; then echo "${!o}"; return 0; fi
     case $1 in
         15) echo /usr/lib/postgresql/15/bin/pg_config ;;
         16|17|18) echo "$PG_IDGEN_PG_HOME/pg$1/install/bin/pg_config" ;;
