@@ -70,7 +70,11 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=pgenv.bash
-. "$ROOT/scripts/pgenv.bash"
+if ! . "$ROOT/scripts/pgenv.bash"; then
+    # the selected major is not installed: only what needs no programs of it may go on
+    case ${1:-} in start|init|psql|standby|promote|pgbin|pgconfig|psqlbin|pgenv|env) exit 1 ;; esac
+    PGBIN=/nonexistent PSQL=/nonexistent
+fi
 PG_USER=postgres
 FAKETIME_LIB=${FAKETIME_LIB:-/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1}
 SHARED_CONF=$ROOT/pgrx-config/postgresql.conf
