@@ -79,7 +79,7 @@ integration_counts() {   # scripts ok / scripts run, checks passed, and SKIP lin
     n=$(grep -Ec '^--- tests/integration/.*: (ok|FAILED)' "$1")
     checks=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | awk '{ s += $3 } END { print s + 0 }')
     skips=$(grep -Ec '\] SKIP:' "$1")
-    printf '%d/%d scripts (%d checks)%s' "$ok" "$n" "$checks" "$([ "$skips" -gt 0 ] && echo ", $skips SKIP parts")"
+    printf "%d/%d scripts (%d checks)%s" "$ok" "$n" "$checks" "$([ "$skips" -gt 0 ] && echo ", SKIP: $skips part(s), see the log")"
 }
 status() { [ "$1" -eq 0 ] && echo ok || echo FAILED; }
 
