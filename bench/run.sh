@@ -179,6 +179,7 @@ for c in 2 4; do
     DRIFT0[$c]=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p' <<<"$out")
 done
 stats0=$(q -c "SELECT format('%s exhaustions, %s waits, lead %s ms', exhaustions, waits, lead_ms) FROM snowflake_stats() WHERE worker_id = 1")
+drift=$(q -c "SELECT current_setting('pg_idgen.max_drift_ms', true)")     # part 3's, before part 4's restart
 
 # ---------------------------------------------------------------- part 4
 log "part 4: restart with the default max_drift_ms; INSERT of $ROWS rows with the key as DEFAULT, ${#INSERT_KEYS[@]} keys x $REPS runs"
@@ -225,7 +226,6 @@ HAS_UUIDV7=0; [ "$PG" -ge 18 ] && HAS_UUIDV7=1
 # ---------------------------------------------------------------- report
 pgver=$(q -c "SELECT current_setting('server_version')")
 extver=$(q -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")
-drift=$(q -c "SELECT current_setting('pg_idgen.max_drift_ms', true)")
 model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 
 echo "### pg_idgen benchmark"
