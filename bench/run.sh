@@ -3,10 +3,12 @@
 # nextval(), nextval() on a CACHE 1000 sequence and gen_random_uuid(); and of the public-id
 # functions uid_mask() (FF1-AES-256, target <= 1 us per call) and uid_to_text() in the same run.
 #
-# Usage: bench/run.sh [--quick]        (make bench, or make bench BENCH_ARGS=--quick)
+# Usage: bench/run.sh [--quick]        (make bench [PG=NN], or make bench BENCH_ARGS=--quick)
 #   --quick       200,000 calls, 3 runs, 3 s pgbench runs (smoke test)
 #   default       2,000,000 calls, 5 runs, 10 s pgbench runs
-#   Env: BENCH_PORT (default 28830), BENCH_CALLS, BENCH_REPS, BENCH_SECONDS override the above.
+#   Env: PG=NN (15 default, 16, 17, 18) picks the PostgreSQL major; BENCH_PORT (default 28830),
+#   BENCH_CALLS, BENCH_REPS, BENCH_SECONDS, BENCH_ROWS (part 4, default 1,000,000; --quick
+#   200,000) override the above.
 #
 # The extension must be installed (`make install`, a --release build). The script
 # recreates the throwaway cluster `bench` (.run/bench, pg_idgen preloaded,
@@ -25,6 +27,13 @@
 #           aggregate ids/s as % of the default layout's ceiling of 4,096 ids per ms =
 #           4,096,000 ids/s (the generator is saturated: demand is above the ceiling);
 #           also N calls in one backend, which one backend cannot saturate.
+#   Part 4  INSERT of BENCH_ROWS rows, the key a column DEFAULT, into a fresh table
+#           (key PRIMARY KEY, v int): `INSERT INTO t (v) SELECT g FROM generate_series(1, N) g`,
+#           timed like part 1, runs interleaved, median reported, with the primary key index
+#           size (pg_relation_size) after the INSERT: GENERATED ALWAYS AS IDENTITY (baseline),
+#           snowflake_next(), segment_next(), gen_random_uuid() and, on PostgreSQL 18 and later,
+#           the built-in uuidv7(); ratios against identity and uuidv7().
+#           PostgreSQL 18 also gets uuidv7() in parts 1 and 2.
 set -euo pipefail
 
 # ---------------------------------------------------------------------------
@@ -41,6 +50,13 @@ EXPRS=(
     "uid_mask|uid_mask(g, 'bench')|SELECT uid_mask_key_create('bench')"
     "uid_to_text|uid_to_text(g::bigint << 32)|"
 )
+# the built-in uuidv7() exists from PostgreSQL 18 on (PG comes from scripts/pgenv.bash below)
+INSERT_KEYS=(
+    "identity|bigint GENERATED ALWAYS AS IDENTITY"
+    "snowflake_next|bigint DEFAULT snowflake_next()"
+    "segment_next|bigint DEFAULT segment_next('bench_ins')"
+    "gen_random_uuid|uuid DEFAULT gen_random_uuid()"
+)
 REF_LABEL=nextval
 REF2_LABEL="nextval CACHE 1000"
 LAYOUT_CEILING=4096000          # ids/s of the default layout (12-bit sequence per ms)
@@ -49,8 +65,11 @@ LAYOUT_CEILING=4096000          # ids/s of the default layout (12-bit sequence p
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-PGBIN=$("$PG_CONFIG" --bindir)
+. "$ROOT/scripts/pgenv.bash"          # PG=NN / PG_CONFIG: PGBIN, PSQL, ...
+if [ "$PG" -ge 18 ]; then
+    EXPRS+=("uuidv7|uuidv7()|")
+    INSERT_KEYS+=("uuidv7|uuid DEFAULT uuidv7()")
+fi
 CL=$ROOT/scripts/cluster.sh
 CLUSTER=bench
 PORT=${BENCH_PORT:-28830}
@@ -62,8 +81,8 @@ case ${1:-} in
     "") ;;
     *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
-if [ $QUICK = 1 ]; then N=200000; REPS=3; SECS=3; else N=2000000; REPS=5; SECS=10; fi
-N=${BENCH_CALLS:-$N}; REPS=${BENCH_REPS:-$REPS}; SECS=${BENCH_SECONDS:-$SECS}
+if [ $QUICK = 1 ]; then N=200000; REPS=3; SECS=3; ROWS=200000; else N=2000000; REPS=5; SECS=10; ROWS=1000000; fi
+N=${BENCH_CALLS:-$N}; REPS=${BENCH_REPS:-$REPS}; SECS=${BENCH_SECONDS:-$SECS}; ROWS=${BENCH_ROWS:-$ROWS}
 
 log() { printf '[bench] %s\n' "$*" >&2; }
 
@@ -163,11 +182,53 @@ for c in 2 4; do
     DRIFT0[$c]=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p' <<<"$out")
 done
 stats0=$(q -c "SELECT format('%s exhaustions, %s waits, lead %s ms', exhaustions, waits, lead_ms) FROM snowflake_stats() WHERE worker_id = 1")
+drift=$(q -c "SELECT current_setting('pg_idgen.max_drift_ms', true)")     # part 3's, before part 4's restart
+
+# ---------------------------------------------------------------- part 4
+log "part 4: restart with the default max_drift_ms; INSERT of $ROWS rows with the key as DEFAULT, ${#INSERT_KEYS[@]} keys x $REPS runs"
+"$CL" restart "$CLUSTER" -c pg_idgen.worker_id=1
+for i in $(seq 1 600); do
+    q -c "SELECT snowflake_next()" >/dev/null 2>&1 && break
+    [ "$i" -lt 600 ] || { q -c "SELECT snowflake_next()"; exit 1; }
+    sleep 0.1
+done
+ROWSG=$(echo "$ROWS" | group)
+ikeys=(); itypes=()
+for e in "${INSERT_KEYS[@]}"; do IFS='|' read -r label coldef <<<"$e"; ikeys+=("$label"); itypes+=("$coldef"); done
+sql="SET client_min_messages = warning;
+SELECT segment_create('bench_ins');
+CREATE TABLE bench_index (label text, ord int, rep int, bytes bigint);"
+# run 0 is a warm-up (not counted); every run gets a fresh table and a checkpoint first, so no
+# earlier run's dirty buffers are written during a timed one
+for r in $(seq 0 "$REPS"); do
+    for i in "${!ikeys[@]}"; do
+        sql+="
+DROP TABLE IF EXISTS bench_ins_$i;
+CREATE TABLE bench_ins_$i (id ${itypes[$i]} PRIMARY KEY, v int);
+CHECKPOINT;"
+        ins="INSERT INTO bench_ins_$i (v) SELECT g FROM generate_series(1, $ROWS) g"
+        if [ "$r" -eq 0 ]; then
+            sql+="
+SELECT bench_ns('$(sqlq "$ins")');"
+        else
+            sql+="
+INSERT INTO bench_result VALUES (4, '$(sqlq "${ikeys[$i]}")', $i, $r, bench_ns('$(sqlq "$ins")'));
+INSERT INTO bench_index VALUES ('$(sqlq "${ikeys[$i]}")', $i, $r, pg_relation_size('bench_ins_${i}_pkey'));"
+        fi
+    done
+done
+# one statement per transaction (psql reading a script), not one -c string
+q >/dev/null <<<"$sql"
+for i in "${!ikeys[@]}"; do
+    n=$(q -c "SELECT count(DISTINCT id) FROM bench_ins_$i")
+    [ "$n" = "$ROWS" ] || { echo "part 4: ${ikeys[$i]}: $n distinct keys, expected $ROWS" >&2; exit 1; }
+done
+for i in "${!ikeys[@]}"; do q -c "DROP TABLE bench_ins_$i"; done
+HAS_UUIDV7=0; [ "$PG" -ge 18 ] && HAS_UUIDV7=1
 
 # ---------------------------------------------------------------- report
 pgver=$(q -c "SELECT current_setting('server_version')")
 extver=$(q -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")
-drift=$(q -c "SELECT current_setting('pg_idgen.max_drift_ms', true)")
 model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 
 echo "### pg_idgen benchmark"
@@ -228,4 +289,46 @@ FROM (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ns) AS med
 SQL
 echo
 echo "Generator statistics after part 3: $stats0."
+echo
+echo "**INSERT of $ROWSG rows, the key a column DEFAULT** (\`CREATE TABLE t (id <key> PRIMARY KEY, v int)\`, \`INSERT INTO t (v) SELECT g FROM generate_series(1, $ROWS) g\`, median of $REPS runs, fresh table and CHECKPOINT before each)"
+echo
+q <<SQL
+WITH med AS (
+    SELECT label, ord, percentile_cont(0.5) WITHIN GROUP (ORDER BY ns) / 1e9 AS s
+    FROM bench_result WHERE part = 4 GROUP BY label, ord
+), idx AS (
+    SELECT label, percentile_cont(0.5) WITHIN GROUP (ORDER BY bytes) AS bytes FROM bench_index GROUP BY label
+), ref AS (SELECT m.s, i.bytes FROM med m JOIN idx i USING (label) WHERE label = 'identity'),
+   v7  AS (SELECT m.s, i.bytes FROM med m JOIN idx i USING (label) WHERE label = 'uuidv7')
+SELECT '| key (column DEFAULT) | INSERT, s | vs identity | vs uuidv7() | primary key index, MB | index vs uuidv7() |'
+UNION ALL SELECT '|---|---:|---:|---:|---:|---:|'
+UNION ALL (
+SELECT format('| %s | %s | %s | %s | %s | %s |',
+              CASE WHEN m.label = 'identity' THEN '\`GENERATED ALWAYS AS IDENTITY\`' ELSE '\`' || e.coldef || '\`' END,
+              to_char(m.s, 'FM990.00'),
+              to_char(m.s / r.s, 'FM990.00') || '×',
+              CASE WHEN v.s IS NULL THEN '—' ELSE to_char(m.s / v.s, 'FM990.00') || '×' END,
+              to_char(i.bytes / 1048576.0, 'FM99990.0'),
+              CASE WHEN v.bytes IS NULL THEN '—' ELSE to_char(i.bytes / v.bytes, 'FM990.00') || '×' END)
+FROM med m JOIN idx i USING (label) CROSS JOIN ref r LEFT JOIN v7 v ON true
+JOIN (VALUES $(for i in "${!ikeys[@]}"; do printf "%s(%d, '%s')" "$([ "$i" -gt 0 ] && echo ,)" "$i" "$(sqlq "${itypes[$i]#* DEFAULT }")"; done)) e(ord, coldef) ON e.ord = m.ord
+ORDER BY m.ord);
+SQL
+if [ $HAS_UUIDV7 = 1 ]; then
+    echo
+    q <<SQL
+WITH med AS (
+    SELECT label, percentile_cont(0.5) WITHIN GROUP (ORDER BY ns) AS ns FROM bench_result WHERE part = 4 GROUP BY label
+), idx AS (
+    SELECT label, percentile_cont(0.5) WITHIN GROUP (ORDER BY bytes) AS bytes FROM bench_index GROUP BY label
+)
+SELECT format('Targets (issue 11): snowflake_next() INSERT %s× identity (target ≤ 1.0×: %s), %s× uuidv7() (≤ 0.5×: %s); index %s× uuidv7()''s (≤ 0.75×: %s).',
+              to_char(s.ns / i.ns, 'FM990.00'), CASE WHEN s.ns <= i.ns THEN 'met' ELSE 'missed' END,
+              to_char(s.ns / v.ns, 'FM990.00'), CASE WHEN s.ns <= 0.5 * v.ns THEN 'met' ELSE 'missed' END,
+              to_char(sx.bytes / vx.bytes, 'FM990.00'), CASE WHEN sx.bytes <= 0.75 * vx.bytes THEN 'met' ELSE 'missed' END)
+FROM med s, med i, med v, idx sx, idx vx
+WHERE s.label = 'snowflake_next' AND i.label = 'identity' AND v.label = 'uuidv7'
+  AND sx.label = 'snowflake_next' AND vx.label = 'uuidv7';
+SQL
+fi
 log "done"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# scripts/cluster.sh — throwaway PostgreSQL 15 clusters for pg_idgen.
+# scripts/cluster.sh — throwaway PostgreSQL clusters (15, 16, 17 or 18) for pg_idgen.
 #
 # Usage:
 #   scripts/cluster.sh start   NAME PORT [postgres options...]  # initdb on first use, then (re)start
+#   scripts/cluster.sh init    NAME                             # initdb only (e.g. a pg_upgrade target)
 #   scripts/cluster.sh stop    NAME [smart|fast|immediate]      # default: fast; no-op if not running
 #   scripts/cluster.sh restart NAME [postgres options...]       # stop fast + start on the stored port
 #   scripts/cluster.sh crash   NAME                             # SIGKILL the postmaster and its children
@@ -18,6 +19,12 @@
 #                                    # into .run/NAME/data (must not exist), then start as above
 #   scripts/cluster.sh promote NAME                             # pg_ctl promote -w (standby -> primary)
 #   scripts/cluster.sh list | stopall | rundir
+#   scripts/cluster.sh pgbin | pgconfig | psqlbin | pgenv      # the selected PostgreSQL's programs
+#
+# The PostgreSQL major is chosen by PG=NN (15 default, 16, 17, 18) or PG_CONFIG=<pg_config>,
+# resolved by scripts/pgenv.bash (the one place that knows where each major lives). A cluster
+# remembers the major that made it (data/PG_VERSION): start refuses to run it with another
+# major; stop, destroy, stopall and status use the binaries of the cluster's own major.
 #
 # Examples:
 #   scripts/cluster.sh start t1 28901 -c pg_idgen.worker_id=7 -c pg_idgen.max_drift_ms=0
@@ -62,8 +69,12 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-PGBIN=$("$PG_CONFIG" --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
+# shellcheck source=pgenv.bash
+if ! . "$ROOT/scripts/pgenv.bash"; then
+    # the selected major is not installed: only what needs no programs of it may go on
+    case ${1:-} in start|init|psql|standby|promote|pgbin|pgconfig|psqlbin|pgenv|env) exit 1 ;; esac
+    PGBIN=/nonexistent PSQL=/nonexistent
+fi
 PG_USER=postgres
 FAKETIME_LIB=${FAKETIME_LIB:-/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1}
 SHARED_CONF=$ROOT/pgrx-config/postgresql.conf
@@ -111,9 +122,16 @@ set_paths() {
 
 stored_port() { cat "$CDIR/port" 2>/dev/null || die "cluster '$NAME' has no port (never started?)"; }
 
+# bindir of the major that made the cluster in $1 (default PGDATA_DIR), else the selected one
+own_bin() {
+    local d=${1:-$PGDATA_DIR} v
+    v=$(cat "$d/PG_VERSION" 2>/dev/null || true)
+    if [ -n "$v" ] && [ "$v" != "$PG" ]; then pg_bindir_for "$v" 2>/dev/null || echo "$PGBIN"; else echo "$PGBIN"; fi
+}
+
 is_running() {
     [ -f "$PGDATA_DIR/postmaster.pid" ] || return 1
-    as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" status >/dev/null 2>&1
+    as_pg "$(own_bin)/pg_ctl" -D "$PGDATA_DIR" status >/dev/null 2>&1
 }
 
 postmaster_pid() { head -1 "$PGDATA_DIR/postmaster.pid" 2>/dev/null; }
@@ -149,8 +167,11 @@ ensure_dirs() {
 do_initdb() {
     [ -f "$SHARED_CONF" ] || die "missing $SHARED_CONF"
     note "initdb $PGDATA_DIR"
+    # INITDB_OPTS: extra initdb options, e.g. --no-data-checksums (18 enables checksums by
+    # default; a pg_upgrade target must match its source)
+    # shellcheck disable=SC2086
     as_pg "$PGBIN/initdb" -D "$PGDATA_DIR" -A trust -U "$PG_USER" \
-        --locale=C.UTF-8 -E UTF8 --no-sync >"$CDIR/initdb.log" 2>&1 \
+        --locale=C.UTF-8 -E UTF8 --no-sync ${INITDB_OPTS:-} >"$CDIR/initdb.log" 2>&1 \
         || { cat "$CDIR/initdb.log" >&2; die "initdb failed"; }
     as_pg sh -c "cat >> '$PGDATA_DIR/postgresql.conf'" <<EOF
 
@@ -165,6 +186,9 @@ cmd_start() {
     local port=${1:-}; [ -n "$port" ] || usage; shift
     [[ $port =~ ^[0-9]+$ ]] || die "bad port '$port'"
     ensure_dirs
+    if [ -f "$PGDATA_DIR/PG_VERSION" ] && [ "$(cat "$PGDATA_DIR/PG_VERSION")" != "$PG" ]; then
+        die "cluster '$NAME' was made by PostgreSQL $(cat "$PGDATA_DIR/PG_VERSION"), not $PG: start it with PG=$(cat "$PGDATA_DIR/PG_VERSION"), or destroy it first (scripts/cluster.sh destroy $NAME)"
+    fi
     if is_running; then
         note "$NAME is running; restarting it"
         as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null
@@ -225,7 +249,7 @@ cmd_stop() {
     case $mode in smart|fast|immediate) ;; *) die "bad stop mode '$mode'" ;; esac
     if is_running; then
         note "stopping $NAME ($mode)"
-        as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m "$mode" -w -t 60 stop >/dev/null
+        as_pg "$(own_bin)/pg_ctl" -D "$PGDATA_DIR" -m "$mode" -w -t 60 stop >/dev/null
     fi
 }
 
@@ -252,7 +276,7 @@ cmd_status() {
 cmd_psql() {
     check_name "${1:-}"; set_paths "$1"; shift
     local port; port=$(stored_port)
-    exec "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$CDIR" -p "$port" -U "$PG_USER" -d "${PGDATABASE:-postgres}" "$@"
+    exec "$PSQL" -X -q -v ON_ERROR_STOP=1 -h "$CDIR" -p "$port" -U "$PG_USER" -d "${PGDATABASE:-postgres}" "$@"
 }
 
 cmd_env() {
@@ -312,7 +336,7 @@ cmd_promote() {
 
 cmd_destroy() {
     check_name "${1:-}"; set_paths "$1"
-    if is_running; then as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m immediate -w stop >/dev/null || true; fi
+    if is_running; then as_pg "$(own_bin)/pg_ctl" -D "$PGDATA_DIR" -m immediate -w stop >/dev/null || true; fi
     priv rm -rf "$CDIR"
     note "destroyed $NAME"
 }
@@ -331,19 +355,22 @@ cmd_stopall() {
     # every running postmaster below .run/: our clusters (.run/NAME/data) and
     # the ones `cargo pgrx test --pgdata .run/pgrx-test` leaves behind (.run/pgrx-test/15-PID)
     [ -d "$RUN_DIR" ] || return 0
-    local pidfile d
+    local pidfile d b
     while IFS= read -r pidfile; do
         d=$(dirname "$pidfile")
-        as_pg "$PGBIN/pg_ctl" -D "$d" status >/dev/null 2>&1 || continue
+        b=$(own_bin "$d")
+        as_pg "$b/pg_ctl" -D "$d" status >/dev/null 2>&1 || continue
         note "stopping ${d#"$RUN_DIR"/}"
-        as_pg "$PGBIN/pg_ctl" -D "$d" -m fast -w -t 60 stop >/dev/null \
-            || as_pg "$PGBIN/pg_ctl" -D "$d" -m immediate -w stop >/dev/null || true
+        as_pg "$b/pg_ctl" -D "$d" -m fast -w -t 60 stop >/dev/null \
+            || as_pg "$b/pg_ctl" -D "$d" -m immediate -w stop >/dev/null || true
     done < <(find "$RUN_DIR" -mindepth 2 -maxdepth 3 -name postmaster.pid 2>/dev/null)
 }
 
 cmd=${1:-}; [ $# -gt 0 ] && shift
 case $cmd in
     start)    cmd_start "$@" ;;
+    init)     check_name "${1:-}"; set_paths "$1"; ensure_dirs
+              [ -f "$PGDATA_DIR/PG_VERSION" ] && die "'$1' already has $PGDATA_DIR"; do_initdb ;;
     stop)     cmd_stop "$@" ;;
     restart)  cmd_restart "$@" ;;
     crash)    cmd_crash "$@" ;;
@@ -360,6 +387,10 @@ case $cmd in
     promote)  cmd_promote "$@" ;;
     list)     cmd_list ;;
     rundir)   echo "$RUN_DIR" ;;
+    pgbin)    echo "$PGBIN" ;;
+    pgconfig) echo "$PG_CONFIG" ;;
+    psqlbin)  echo "$PSQL" ;;
+    pgenv)    bash "$ROOT/scripts/pgenv.bash" ;;
     stopall)  cmd_stopall ;;
     *)        usage ;;
 esac

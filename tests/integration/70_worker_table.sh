@@ -24,7 +24,7 @@ set -euo pipefail
 
 C1=it_wt1
 C2=it_wt2
-PGB=/usr/lib/postgresql/15/bin
+PGB=$PGBIN      # the selected PostgreSQL's programs (scripts/pgenv.bash, via lib.bash)
 
 # worker NAME DB: "worker_id source confirmed" from snowflake_worker() ('-' for NULL)
 worker() {

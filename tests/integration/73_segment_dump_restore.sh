@@ -21,7 +21,6 @@ read -r max_inv max_s <<<"$(q "$C" "SELECT max(no), max(s) FROM invoices" | tr '
 seen_inv=$(q "$C" "SELECT segment_next('inv')")
 log "dumped: max(no) $max_inv, max(s) $max_s, last inv handed out $seen_inv"
 
-PGBIN=$("${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}" --bindir)
 SOCK=$("$CLUSTER" sockdir "$C"); PORT=$("$CLUSTER" port "$C")
 "$PGBIN/pg_dump" -h "$SOCK" -p "$PORT" -U postgres -Fc -f "$TMP/db.dump" postgres
 check_match "the dump holds the backing sequences' values" \

@@ -16,7 +16,6 @@ q "$P" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
       "SELECT segment_create('ha', 1000)" "SELECT segment_create('ha_small', 10)" >/dev/null
 q "$P" "SELECT segment_next('ha') FROM generate_series(1, 500)" >/dev/null
 
-PGBIN=$("${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}" --bindir)
 "$CLUSTER" destroy "$S" >/dev/null 2>&1 || true
 STARTED_CLUSTERS+=("$S")
 SDATA=$("$CLUSTER" pgdata "$S")

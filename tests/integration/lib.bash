@@ -11,6 +11,8 @@
 #   finish                                    prints the summary; exits 1 if any check failed
 # Every cluster started with cluster_start is destroyed on exit (trap), even on failure.
 # IT_KEEP_LOGS=<dir>: copy each cluster's server log there (<test>.<cluster>.log) before it is destroyed.
+# The PostgreSQL major is PG=NN / PG_CONFIG (scripts/pgenv.bash): PGBIN, PSQL, PG and
+# PG_HAS_CONTRIB are set here for the scripts.
 # Ports are 28941.. per script; IT_PORT_OFFSET=N shifts them all (with PG_IDGEN_RUN_DIR=<dir>,
 # honoured by scripts/cluster.sh, two runs of the suite can share a machine).
 set -euo pipefail
@@ -18,6 +20,8 @@ set -euo pipefail
 ROOT=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 cd "$ROOT"
 CLUSTER=$ROOT/scripts/cluster.sh
+# shellcheck source=../../scripts/pgenv.bash
+. "$ROOT/scripts/pgenv.bash"
 TEST_NAME=$(basename "$0" .sh)
 TMP=$(mktemp -d "/tmp/pg_idgen-${TEST_NAME}.XXXXXX")
 chmod 755 "$TMP"

@@ -4,7 +4,12 @@
 # Usage: tests/regress/run.sh [TEST...]
 #   With TEST names, runs exactly those (sql/TEST.sql vs expected/TEST.out).
 #   Otherwise runs tests/regress/schedule if present, else every sql/*.sql.
-#   Env: REGRESS_PORT (default 28820), KEEP_CLUSTER=1 leaves the cluster running.
+#   Env: PG=NN (15 default, 16, 17, 18) or PG_CONFIG, REGRESS_PORT (default 28820),
+#   KEEP_CLUSTER=1 leaves the cluster running.
+#
+# Expected output: expected/TEST.out; where a message truly differs on one major, pg_regress's
+# own alternative-file mechanism is used (expected/TEST_1.out, ... : the run passes if the
+# output matches any of them), so no version needs a separate copy of every file.
 #
 # The extension must already be installed (`make install`). The script
 # (re)creates the throwaway cluster `regress` (.run/regress, pg_idgen preloaded
@@ -23,9 +28,10 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-PGBIN=$("$PG_CONFIG" --bindir)
-PG_REGRESS=$("$PG_CONFIG" --pkglibdir)/pgxs/src/test/regress/pg_regress
+# PG=NN or PG_CONFIG selects the PostgreSQL major (scripts/pgenv.bash): PG_REGRESS and the psql
+# it runs (--bindir) come from PG_CLIENT_BIN — the server's own, except on 17, whose wheel's psql
+# and pg_regress crash at start, where 18's client programs are used against the 17 server.
+. "$ROOT/scripts/pgenv.bash"
 CLUSTER=${REGRESS_CLUSTER:-regress}
 PORT=${REGRESS_PORT:-28820}
 DB=pg_idgen_regress
@@ -33,7 +39,7 @@ INPUT=$ROOT/tests/regress
 OUT=$("$ROOT/scripts/cluster.sh" rundir)/regress-out
 CL=$ROOT/scripts/cluster.sh
 
-[ -x "$PG_REGRESS" ] || { echo "pg_regress not found at $PG_REGRESS (apt-get install postgresql-server-dev-15)" >&2; exit 1; }
+[ -x "$PG_REGRESS" ] || { echo "pg_regress not found at $PG_REGRESS (make deps)" >&2; exit 1; }
 [ -f "$("$PG_CONFIG" --sharedir)/extension/pg_idgen.control" ] \
     || { echo "pg_idgen is not installed into $("$PG_CONFIG" --sharedir); run: make install" >&2; exit 1; }
 
@@ -67,7 +73,7 @@ rc=0
 "$PG_REGRESS" \
     --use-existing \
     --launcher="env PGTZ=UTC PGDATESTYLE=ISO,YMD PGAPPNAME=pg_regress" \
-    --bindir="$PGBIN" \
+    --bindir="$PG_CLIENT_BIN" \
     --host="$SOCK" --port="$PORT" --user=postgres \
     --inputdir="$INPUT" --outputdir="$OUT" \
     --dbname="$DB" \

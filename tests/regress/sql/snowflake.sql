@@ -74,7 +74,6 @@ SET pg_idgen.worker_id = -2;
 SET pg_idgen.sequence_start = 'sometimes';
 SET pg_idgen.layout = 'twitter';
 SET pg_idgen.max_drift_ms = 10;
-SET pg_idgen.max_wait_ms = -1;
 SET pg_idgen.no_such_setting = 1;
 SELECT regress_sqlstate_of('SET pg_idgen.worker_id = 1024');
 SELECT regress_sqlstate_of('SET pg_idgen.no_such_setting = 1');

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# scripts/test-matrix.sh — `make test`: the test layers on one or more PostgreSQL majors.
+#
+# Usage: scripts/test-matrix.sh MAJOR...          (make test; make test PG=17 runs one major)
+#   One major:     every layer on it: core, pgrx, regress, integration.
+#   Several:       core once (it does not depend on PostgreSQL), then pgrx, regress and
+#                  integration on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
+#                  (default 15 -> 18) when both are in the list.
+#   Env: MATRIX_LAYERS="core pgrx regress integration upgrade" restricts the layers;
+#        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end).
+#
+# Layers (each a make target, so it can be run alone):
+#   core         cargo test -p pg_idgen_core                    (make test-core)
+#   pgrx         cargo pgrx test pgNN --runas postgres          (make test-pgrx PG=NN)
+#   regress      tests/regress/run.sh on a dev-profile install  (make test-regress PG=NN)
+#   integration  tests/integration/*.sh, same install           (make test-integration PG=NN)
+#   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
+# Builds are reused: one target/ for every major (dependencies compiled once; pgrx-pg-sys and
+# pgrx per major), and the dev package tree of each major is rebuilt only when a source changed.
+#
+# Output: every layer's log goes to <rundir>/test-logs/pgNN-LAYER.log (the tail is printed on
+# failure); at the end one summary line per major with counts and times, e.g.
+#   PG 16.2   pg_test 10/10 ok (1m58s with its build)  pg_regress 6/6 ok (0m07s)  integration 15/15 scripts (348 checks), SKIP: 1 part(s), see the log ok (5m45s)  ...
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+export PATH="$HOME/.cargo/bin:$PATH"
+[ $# -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+MAJORS=("$@")
+LAYERS=${MATRIX_LAYERS:-core pgrx regress integration upgrade}
+KEEP_GOING=${MATRIX_KEEP_GOING:-1}
+UPGRADE_FROM=${UPGRADE_FROM:-15}
+UPGRADE_TO=${UPGRADE_TO:-18}
+RUN_DIR=$(scripts/cluster.sh rundir)
+LOGS=$RUN_DIR/test-logs
+mkdir -p "$LOGS" && chmod 755 "$RUN_DIR" "$LOGS"
+T0=$SECONDS
+
+has_layer() { [[ " $LAYERS " == *" $1 "* ]]; }
+fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+declare -A SUMMARY VERSION
+FAILED=()
+
+# run_layer MAJOR NAME COMMAND... : logs, times; sets LAST_RC, LAST_SECS, LAST_LOG
+run_layer() {
+    local major=$1 name=$2; shift 2
+    LAST_LOG=$LOGS/pg$major-$name.log
+    local t=$SECONDS
+    echo "=== PostgreSQL $major: $name ($*) -> $LAST_LOG"
+    "$@" >"$LAST_LOG" 2>&1
+    LAST_RC=$?
+    LAST_SECS=$((SECONDS - t))
+    if [ $LAST_RC -ne 0 ]; then
+        echo "--- FAILED after $(fmt $LAST_SECS): last 60 lines of $LAST_LOG"
+        tail -n 60 "$LAST_LOG" | sed 's/^/    /'
+        FAILED+=("pg$major:$name")
+        [ "$KEEP_GOING" = 1 ] || { summary; exit 1; }
+    else
+        echo "--- ok ($(fmt $LAST_SECS))"
+    fi
+}
+
+# counts from the logs
+pgrx_counts() {   # "passed/total" of the #[pg_test] harness (the lib test binary: the largest total)
+    awk '/^test result:/ { p = $4; f = $6; sub(";", "", p); sub(";", "", f); if (p + f > best) { best = p + f; bp = p } }
+         END { if (best) printf "%d/%d", bp, best; else printf "?" }' "$1"
+}
+regress_counts() {  # pg_regress 15 prints "All 5 tests passed." / " 1 of 5 tests failed."; 16+ print TAP ("# All 5 tests passed.", "# 1 of 5 tests failed.")
+    local all; all=$(grep -Eo 'All [0-9]+ tests passed' "$1" | grep -Eo '[0-9]+' | tail -1)
+    if [ -n "$all" ]; then echo "$all/$all"; return; fi
+    local f t; read -r f t < <(grep -Eo '[0-9]+ of [0-9]+ tests failed' "$1" | tail -1 | awk '{ print $1, $3 }')
+    if [ -n "${t:-}" ]; then echo "$((t - f))/$t"; else echo "?"; fi
+}
+integration_counts() {   # scripts ok / scripts run, checks passed, and SKIP lines
+    local ok n checks skips
+    ok=$(grep -Ec '^--- tests/integration/.*: ok' "$1")
+    n=$(grep -Ec '^--- tests/integration/.*: (ok|FAILED)' "$1")
+    checks=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | awk '{ s += $3 } END { print s + 0 }')
+    skips=$(grep -Ec '\] SKIP:' "$1")
+    printf "%d/%d scripts (%d checks)%s" "$ok" "$n" "$checks" "$([ "$skips" -gt 0 ] && echo ", SKIP: $skips part(s), see the log")"
+}
+status() { [ "$1" -eq 0 ] && echo ok || echo FAILED; }
+
+summary() {
+    echo
+    echo "==================== make test: summary ($(fmt $((SECONDS - T0))) in all) ===================="
+    local m
+    for m in "${MAJORS[@]}"; do
+        printf 'PG %-6s %s\n' "${VERSION[$m]:-$m}" "${SUMMARY[$m]:-not run}"
+    done
+    [ -z "${SUMMARY[upgrade]:-}" ] || echo "${SUMMARY[upgrade]}"
+    [ -z "${SUMMARY[core]:-}" ] || echo "${SUMMARY[core]}"
+    if [ ${#FAILED[@]} -gt 0 ]; then echo "FAILED: ${FAILED[*]}"; else echo "all passed"; fi
+}
+
+# ---- core: once
+if has_layer core; then
+    run_layer any core make --no-print-directory test-core
+    n=$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$LAST_LOG")
+    SUMMARY[core]="core (pure Rust, any major): $n tests $(status $LAST_RC) ($(fmt $LAST_SECS))"
+fi
+
+for m in "${MAJORS[@]}"; do
+    tm=$SECONDS line="" build=0
+    cfg=$(PGENV_NO_RESOLVE=1 bash -c ". scripts/pgenv.bash && pg_config_for $m") || cfg=
+    if [ -z "$cfg" ] || [ ! -x "$cfg" ]; then
+        SUMMARY[$m]="PostgreSQL $m is not installed (${cfg:-unsupported}; make deps)"; FAILED+=("pg$m:missing"); continue
+    fi
+    VERSION[$m]=$("$cfg" --version | sed -E 's/^PostgreSQL ([0-9.]+).*/\1/')
+    if has_layer pgrx; then
+        run_layer "$m" pgrx make --no-print-directory test-pgrx PG="$m"
+        line+="pg_test $(pgrx_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS) with its build)  "
+    fi
+    if has_layer regress || has_layer integration; then
+        # after the pgrx layer, which installs its own test build into the same PostgreSQL
+        run_layer "$m" install make --no-print-directory install-test PG="$m"
+        build=$LAST_SECS
+        if [ $LAST_RC -ne 0 ]; then
+            line+="install FAILED  "
+        else
+            if has_layer regress; then
+                run_layer "$m" regress env PG="$m" PG_CONFIG= tests/regress/run.sh
+                line+="pg_regress $(regress_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+            fi
+            if has_layer integration; then
+                run_layer "$m" integration env PG="$m" PG_CONFIG= scripts/run-integration.sh
+                line+="integration $(integration_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+            fi
+        fi
+    fi
+    SUMMARY[$m]="${line}package build+install $(fmt $build)  total $(fmt $((SECONDS - tm)))"
+done
+
+if has_layer upgrade && [[ " ${MAJORS[*]} " == *" $UPGRADE_FROM "* ]] && [[ " ${MAJORS[*]} " == *" $UPGRADE_TO "* ]]; then
+    run_layer "$UPGRADE_FROM-$UPGRADE_TO" upgrade env PG= PG_CONFIG= tests/upgrade/pg_upgrade.sh "$UPGRADE_FROM" "$UPGRADE_TO"
+    n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$LAST_LOG" | grep -Eo '[0-9]+' | head -1)
+    SUMMARY[upgrade]="pg_upgrade $UPGRADE_FROM -> $UPGRADE_TO: ${n:-?} checks $(status $LAST_RC) ($(fmt $LAST_SECS))"
+fi
+
+summary
+[ ${#FAILED[@]} -eq 0 ]
