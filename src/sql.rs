@@ -36,10 +36,10 @@ extension_sql_file!(
     name = "mask",
     requires = [
         "catalog",
-        mask::pg_idgen_mask_keys_guard,
-        mask::uid_mask_key_create,
-        mask::uid_mask_key_rotate,
-        mask::uid_mask_key_set_in_use,
-        mask::uid_mask_key_drop
+        mask::admin::pg_idgen_mask_keys_guard,
+        mask::admin::uid_mask_key_create,
+        mask::admin::uid_mask_key_rotate,
+        mask::admin::uid_mask_key_set_in_use,
+        mask::admin::uid_mask_key_drop
     ]
 );
