@@ -113,3 +113,12 @@ SELECT segment_drop('nearmax');
 SELECT segment_drop('nulls_tag');
 DROP TABLE null_calls;
 DROP FUNCTION sample_value(regtype, text);
+-- text arguments are UTF-8: the extension refuses a database of another encoding at CREATE
+-- EXTENSION (0A000) rather than failing call by call on text that is not UTF-8
+CREATE DATABASE regress_ascii_db ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0;
+\c regress_ascii_db
+SET client_min_messages = warning;
+CREATE EXTENSION pg_idgen;
+\c pg_idgen_regress
+SET client_min_messages = warning;
+DROP DATABASE regress_ascii_db;
