@@ -118,6 +118,7 @@ DROP FUNCTION sample_value(regtype, text);
 CREATE DATABASE regress_ascii_db ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0;
 \c regress_ascii_db
 SET client_min_messages = warning;
+\set VERBOSITY terse
 CREATE EXTENSION pg_idgen;
 \c pg_idgen_regress
 SET client_min_messages = warning;
