@@ -24,16 +24,18 @@ pub struct Row {
 
 impl Row {
     fn datum(&self, column: &str) -> Option<(pg_sys::Datum, pg_sys::Oid)> {
-        // SAFETY: `desc` describes `tuple` (both from the open relation during the scan).
+        // SAFETY: `desc` describes `tuple` (both from the open relation during the scan); the
+        // descriptor is borrowed, not reference-counted (`from_pg_unchecked`). pgrx's accessor
+        // hides how each major lays the attributes out (PostgreSQL 18 changed it).
         unsafe {
-            let natts = (*self.desc).natts as usize;
-            let attrs = (*self.desc).attrs.as_slice(natts);
-            let (i, att) = attrs.iter().enumerate().find(|(_, a)| {
-                !a.attisdropped && CStr::from_ptr(a.attname.data.as_ptr()).to_bytes() == column.as_bytes()
+            let desc = pgrx::PgTupleDesc::from_pg_unchecked(self.desc);
+            let (i, typ) = (0..desc.len()).find_map(|i| {
+                let a = desc.get(i)?;
+                (!a.attisdropped && a.name() == column).then_some((i, a.atttypid))
             })?;
             let mut isnull = false;
             let d = pg_sys::heap_getattr(self.tuple, i as i32 + 1, self.desc, &mut isnull);
-            (!isnull).then_some((d, att.atttypid))
+            (!isnull).then_some((d, typ))
         }
     }
 
@@ -77,7 +79,9 @@ impl Row {
     pub fn written_by_this_transaction(&self) -> bool {
         // SAFETY: the tuple header of a row returned by the scan.
         unsafe {
-            let xmin = pg_sys::HeapTupleHeaderGetXmin((*self.tuple).t_data);
+            // The raw xmin (HeapTupleHeaderGetRawXmin): a frozen row keeps an old transaction's
+            // id there, which is never the current one.
+            let xmin = (*(*self.tuple).t_data).t_choice.t_heap.t_xmin;
             pg_sys::TransactionIdIsCurrentTransactionId(xmin)
         }
     }
