@@ -6,7 +6,7 @@ use pg_idgen_core::segment::Buffers;
 use pgrx::pg_sys;
 
 use super::config::{read_config, unknown_tag, TagConfig};
-use super::table::{entry_ptr, header, my_db, Entry, Held, HEADER, MAX_TAG_BYTES};
+use super::table::{entry_ptr, header, my_db, Entry, Header, Held, HEADER, MAX_TAG_BYTES};
 use crate::catalog::relation_exists_locked;
 use crate::errors::{raise, Code};
 
@@ -125,9 +125,7 @@ pub(super) fn reclaim_dropped_databases() -> bool {
         // SAFETY: identity fields are written with both the table and the entry lock held.
         unsafe {
             if (*e).in_use && dead.contains(&(*e).dbid) {
-                (*e).in_use = false;
-                (*h).next_gen += 1;
-                (*e).generation = (*h).next_gen;
+                free_entry(h, e);
             }
         }
     }
@@ -143,9 +141,7 @@ pub(super) fn release_claim(idx: usize, gen: u64) {
     // SAFETY: identity fields are written with both the table and the entry lock held.
     unsafe {
         if (*e).in_use && (*e).generation == gen {
-            (*e).in_use = false;
-            (*h).next_gen += 1;
-            (*e).generation = (*h).next_gen;
+            free_entry(h, e);
         }
     }
 }
@@ -226,10 +222,19 @@ pub(super) fn release(db: pg_sys::Oid, tag: &str) {
         // SAFETY: identity fields are written with both the table and the entry lock held.
         unsafe {
             if entry_matches(e, db, tag.as_bytes()) {
-                (*e).in_use = false;
-                (*h).next_gen += 1;
-                (*e).generation = (*h).next_gen;
+                free_entry(h, e);
             }
         }
+    }
+}
+
+/// Marks entry `e` free and gives it a new generation, so that backends caching its index see the
+/// change. Caller holds the table lock exclusively and the entry's lock.
+unsafe fn free_entry(h: *mut Header, e: *mut Entry) {
+    // SAFETY: as the caller promises; `h` and `e` point into the shared table.
+    unsafe {
+        (*e).in_use = false;
+        (*h).next_gen += 1;
+        (*e).generation = (*h).next_gen;
     }
 }
