@@ -13,6 +13,10 @@
 #   make test PG=17        one major, every layer
 #   make test-core | test-pgrx | test-regress | test-integration [PG=NN]   one layer
 #   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
+#   make test-extension-update [PG=NN]   ALTER EXTENSION UPDATE from 0.1.0 (its git tag)
+#   make package [PG=NN]   release package into target/packages: postgresql-15-pg-idgen_<v>-1_amd64.deb
+#                          on Debian's 15, pg_idgen-<v>-pgNN-linux-amd64.tar.gz for 16-18
+#   make test-package [PG=NN]  make package, install it, CREATE EXTENSION, generate, remove it
 #   make bench [PG=NN]     bench/run.sh on a release build (BENCH_ARGS=--quick for a smoke run)
 #   make pgenv [PG=NN]     print which programs the scripts use for that major
 #   make test-assert       #[pg_test] + pg_regress (+ CASSERT_IT integration scripts) against an
@@ -60,7 +64,8 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 .NOTPARALLEL:
 
 .PHONY: deps build install install-test run psql stop test test-matrix test-core test-pgrx \
-        test-regress test-integration test-upgrade test-assert bench pgenv clean clean-servers
+        test-regress test-integration test-upgrade test-extension-update test-package test-assert \
+        bench pgenv package clean clean-servers
 
 deps:
 	scripts/deps.sh
@@ -83,6 +88,11 @@ $(PKG_DIR)/$(PKG_ID)-dev.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-dev
 	cargo pgrx package --debug --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-dev
 	touch $@
+
+# Release packages (scripts/package.sh): a .deb for Debian's PostgreSQL, a tarball otherwise
+PACKAGES_DIR ?= target/packages
+package: $(PKG_DIR)/$(PKG_ID)-release.stamp
+	scripts/package.sh $(PKG_DIR)/$(PKG_ID)-release $(PACKAGES_DIR)
 
 install: $(PKG_DIR)/$(PKG_ID)-release.stamp
 	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-release/. /
@@ -144,6 +154,16 @@ test-upgrade:
 	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_FROM)
 	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_TO)
 	tests/upgrade/pg_upgrade.sh $(UPGRADE_FROM) $(UPGRADE_TO)
+
+# ALTER EXTENSION pg_idgen UPDATE from 0.1.0 (built from its git tag; PostgreSQL 15 only, so on
+# 16-18 the 0.1.0 database arrives by pg_upgrade from 15, as it would in the field)
+test-extension-update:
+	$(MAKE) --no-print-directory install-test PG=$(PG)
+	tests/upgrade/extension_update.sh $(PG)
+
+# make package, then install/remove it (apt on Debian's 15; install.sh/uninstall.sh otherwise)
+test-package: package
+	tests/package/package.sh $(PG) $(PACKAGES_DIR)
 
 # ---- assert-enabled server ------------------------------------------------------------------
 # scripts/cassert.sh builds PostgreSQL 15 with --enable-cassert into CASSERT_PREFIX (cached).

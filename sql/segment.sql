@@ -1,6 +1,7 @@
 -- pg_idgen: segment sequences. segment_next is a plain C function (the hot path); the tag
--- metadata is dumped with the database, each tag's backing sequence (pg_idgen_seg_<n>, created
--- by segment_create) is not an extension member, so pg_dump dumps its value too.
+-- metadata is dumped with the database. Each tag's backing sequence (pg_idgen_seg_<n>, created
+-- by segment_create) is not an extension member, so pg_dump dumps it with its value; it is
+-- OWNED BY pg_idgen_segments.seq, so DROP EXTENSION drops it (src/segment/backing.rs).
 CREATE FUNCTION segment_next(tag text) RETURNS bigint
     STRICT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_segment_next';
 
@@ -25,6 +26,14 @@ CREATE TABLE pg_idgen_segments (
 COMMENT ON TABLE pg_idgen_segments IS 'pg_idgen segment tags: one row per tag, each backed by its own sequence (seq)';
 SELECT pg_catalog.pg_extension_config_dump('pg_idgen_segments', '');
 REVOKE ALL ON pg_idgen_segments FROM PUBLIC;
+-- pg_dump writes no OWNED BY for a sequence of an extension member table: the link is made
+-- again when the rows are restored (and by segment_create's insert).
+CREATE FUNCTION pg_idgen_segment_link() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_segment_link';
+REVOKE ALL ON FUNCTION pg_idgen_segment_link() FROM PUBLIC;
+CREATE TRIGGER pg_idgen_segments_link
+    AFTER INSERT OR UPDATE OF seq ON pg_idgen_segments
+    FOR EACH ROW EXECUTE FUNCTION pg_idgen_segment_link();
 
 CREATE VIEW segment_status AS
 SELECT s.tag,

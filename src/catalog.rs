@@ -80,10 +80,60 @@ pub fn extension_namespace_and_oid() -> Option<(pg_sys::Oid, pg_sys::Oid)> {
         let nsp = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_extension>(tuple)
             .as_ref()
             .map(|form| (form.extnamespace, ext));
+        let sql_version = if tuple.is_null() {
+            None
+        } else {
+            let mut isnull = false;
+            let d = pg_sys::heap_getattr(
+                tuple,
+                pg_sys::Anum_pg_extension_extversion as i32,
+                (*rel).rd_att,
+                &mut isnull,
+            );
+            (!isnull).then(|| pgrx::text_to_rust_str(d.cast_mut_ptr()).unwrap_or("?").to_owned())
+        };
         pg_sys::systable_endscan(scan);
         pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);
+        if let Some(v) = sql_version {
+            check_sql_version(ext, &v);
+        }
         nsp
     }
+}
+
+/// The version of the library (the one `default_version` in the control file names).
+pub const LIBRARY_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The library only works on the SQL objects of its own version: after a package upgrade, a
+/// database still at an older version (before `ALTER EXTENSION pg_idgen UPDATE`) gets this
+/// error from every function that reads the extension's tables, instead of acting on tables
+/// and functions whose shape it does not know. The upgrade scripts themselves run while
+/// `pg_extension` says the version they upgrade to, or an intermediate one: allowed while this
+/// extension is being created or updated.
+fn check_sql_version(ext: pg_sys::Oid, sql_version: &str) {
+    if sql_version == LIBRARY_VERSION {
+        return;
+    }
+    // SAFETY: plain reads of two backend globals set by CREATE/ALTER EXTENSION.
+    if unsafe { pg_sys::creating_extension && pg_sys::CurrentExtensionObject == ext } {
+        return;
+    }
+    version_mismatch(sql_version)
+}
+
+/// Raises 55000: the installed SQL objects are of another version than the loaded library.
+pub fn version_mismatch(sql_version: &str) -> ! {
+    crate::errors::raise_full(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "pg_idgen {sql_version} is installed in this database, but the loaded library is {LIBRARY_VERSION}"
+        ),
+        Some(
+            "The extension's SQL objects and the library must be of the same version: the package was upgraded and this database was not."
+                .to_string(),
+        ),
+        Some(&format!("Run ALTER EXTENSION pg_idgen UPDATE TO '{LIBRARY_VERSION}' in this database.")),
+    )
 }
 
 /// Raises 55000: the extension is not installed in this database.

