@@ -46,7 +46,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 # --- apt packages ------------------------------------------------------------
 APT_PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           libclang-dev clang build-essential pkg-config libssl-dev curl
-          sudo faketime ca-certificates git unzip)
+          sudo faketime ca-certificates git unzip dpkg-dev binutils xz-utils)
 missing=()
 for p in "${APT_PKGS[@]}"; do
     # "install ok installed" is the only state we accept as present

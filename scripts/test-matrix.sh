@@ -6,7 +6,8 @@
 #   Several:       core once (it does not depend on PostgreSQL), then pgrx, regress and
 #                  integration on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
 #                  (default 15 -> 18) when both are in the list.
-#   Env: MATRIX_LAYERS="core pgrx regress integration upgrade" restricts the layers;
+#   Env: MATRIX_LAYERS="core pgrx regress integration extupdate package upgrade" restricts the layers;
+#        PACKAGE_MAJORS="15 18" the majors whose release package is built and installed;
 #        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end).
 #
 # Layers (each a make target, so it can be run alone):
@@ -14,6 +15,8 @@
 #   pgrx         cargo pgrx test pgNN --runas postgres          (make test-pgrx PG=NN)
 #   regress      tests/regress/run.sh on a dev-profile install  (make test-regress PG=NN)
 #   integration  tests/integration/*.sh, same install           (make test-integration PG=NN)
+#   extupdate    ALTER EXTENSION UPDATE from 0.1.0 (its tag)    (make test-extension-update PG=NN)
+#   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
 # Builds are reused: one target/ for every major (dependencies compiled once; pgrx-pg-sys and
 # pgrx per major), and the dev package tree of each major is rebuilt only when a source changed.
@@ -28,7 +31,8 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 [ $# -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 MAJORS=("$@")
-LAYERS=${MATRIX_LAYERS:-core pgrx regress integration upgrade}
+LAYERS=${MATRIX_LAYERS:-core pgrx regress integration extupdate package upgrade}
+PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 UPGRADE_FROM=${UPGRADE_FROM:-15}
 UPGRADE_TO=${UPGRADE_TO:-18}
@@ -81,6 +85,10 @@ integration_counts() {   # scripts ok / scripts run, checks passed, and SKIP lin
     skips=$(grep -Ec '\] SKIP:' "$1")
     printf "%d/%d scripts (%d checks)%s" "$ok" "$n" "$checks" "$([ "$skips" -gt 0 ] && echo ", SKIP: $skips part(s), see the log")"
 }
+checks_count() {  # "N checks" of one lib.bash test script
+    local n; n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | grep -Eo '[0-9]+' | tail -1)
+    echo "${n:-?} checks"
+}
 status() { [ "$1" -eq 0 ] && echo ok || echo FAILED; }
 
 summary() {
@@ -130,7 +138,15 @@ for m in "${MAJORS[@]}"; do
             fi
         fi
     fi
-    SUMMARY[$m]="${line}package build+install $(fmt $build)  total $(fmt $((SECONDS - tm)))"
+    if has_layer extupdate; then
+        run_layer "$m" extupdate make --no-print-directory test-extension-update PG="$m"
+        line+="update from 0.1.0 $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+    fi
+    if has_layer package && [[ " $PACKAGE_MAJORS " == *" $m "* ]]; then
+        run_layer "$m" package make --no-print-directory test-package PG="$m"
+        line+="package $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS) with its release build)  "
+    fi
+    SUMMARY[$m]="${line}test build+install $(fmt $build)  total $(fmt $((SECONDS - tm)))"
 done
 
 if has_layer upgrade && [[ " ${MAJORS[*]} " == *" $UPGRADE_FROM "* ]] && [[ " ${MAJORS[*]} " == *" $UPGRADE_TO "* ]]; then

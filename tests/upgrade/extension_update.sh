@@ -33,6 +33,7 @@ MAJOR=${1:-15}
 . "$ROOT/tests/upgrade/lib.bash"
 TEST_NAME=extension_update_pg$MAJOR
 OLD_TAG=v0.1.0 OLD_VERSION=0.1.0
+OLD_COMMIT=db7f0ff240aac5687ff1bc5a740eeb8cd99809d4   # what v0.1.0 names
 NEW_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
 CFG15=$(pg_config_for 15)
 OLDBUILD=$ROOT/target/v0.1.0
@@ -40,17 +41,19 @@ EXT15=$("$CFG15" --sharedir)/extension
 
 # ---------------------------------------------------------------- 0.1.0 from its tag, for 15
 build_old() {
-    local commit
-    commit=$(git -C "$ROOT" rev-parse -q --verify "$OLD_TAG^{commit}" 2>/dev/null) \
-        || { git -C "$ROOT" fetch -q origin "refs/tags/$OLD_TAG:refs/tags/$OLD_TAG" 2>/dev/null \
-             && commit=$(git -C "$ROOT" rev-parse -q --verify "$OLD_TAG^{commit}"); } \
-        || { ko "git tag $OLD_TAG not found (a clone without tags? git fetch --tags)"; finish; }
+    # The tag, or, in a clone without tags, the commit it names (part of main's history).
+    local commit tagged
+    commit=$(git -C "$ROOT" rev-parse -q --verify "$OLD_COMMIT^{commit}" 2>/dev/null) \
+        || { ko "commit $OLD_COMMIT ($OLD_TAG) is not in this clone (a shallow clone? git fetch --unshallow)"; finish; }
+    if tagged=$(git -C "$ROOT" rev-parse -q --verify "$OLD_TAG^{commit}" 2>/dev/null) && [ "$tagged" != "$commit" ]; then
+        ko "tag $OLD_TAG names $tagged, not the released $OLD_COMMIT"; finish
+    fi
     if [ "$(cat "$OLDBUILD/pkg-pg15.stamp" 2>/dev/null)" = "$commit $CFG15" ]; then
         log "0.1.0 ($OLD_TAG = ${commit:0:10}) already built for PostgreSQL 15"; return
     fi
     log "building 0.1.0 from $OLD_TAG (${commit:0:10}) for PostgreSQL 15 (target/v0.1.0)"
     rm -rf "$OLDBUILD/src" "$OLDBUILD/pkg-pg15" && mkdir -p "$OLDBUILD/src"
-    git -C "$ROOT" archive "$OLD_TAG" | tar -x -C "$OLDBUILD/src"
+    git -C "$ROOT" archive "$commit" | tar -x -C "$OLDBUILD/src"
     if ! (cd "$OLDBUILD/src" && CARGO_TARGET_DIR=$OLDBUILD cargo pgrx package --debug \
             --pg-config "$CFG15" --out-dir "$OLDBUILD/pkg-pg15") >"$OLDBUILD/build.log" 2>&1; then
         tail -30 "$OLDBUILD/build.log"; ko "could not build $OLD_TAG"; finish

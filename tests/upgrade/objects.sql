@@ -1,7 +1,9 @@
 -- tests/upgrade/objects.sql — every SQL object of extension pg_idgen in this database, one line
 -- per object or property, free of OIDs and sorted: two databases have the same extension
 -- exactly when their outputs are equal (the upgrade test compares a database updated from
--- 0.1.0 with a fresh install). Run with psql -XAt.
+-- 0.1.0 with a fresh install). Run with psql -XAt. A NULL ACL is shown as what it means
+-- (acldefault): pg_upgrade turns an ACL equal to the old major's default into NULL, and the
+-- default differs between majors (17 added MAINTAIN).
 SET search_path = pg_catalog, pg_temp;
 WITH ext AS (
     SELECT e.oid, e.extnamespace, e.extversion, e.extrelocatable, e.extconfig, e.extcondition
@@ -28,12 +30,13 @@ WITH ext AS (
                   p.proparallel, p.prosecdef, p.proleakproof, p.procost, p.prorows, p.proretset,
                   coalesce(p.proconfig::text, '-'),
                   CASE WHEN l.lanname = 'c' THEN p.prosrc ELSE md5(p.prosrc) END,
-                  coalesce(p.probin, '-'), coalesce(p.proacl::text, '-'),
+                  coalesce(p.probin, '-'), coalesce(p.proacl, acldefault('f', p.proowner))::text,
                   coalesce(obj_description(p.oid, 'pg_proc'), '-'))
       FROM fn p JOIN pg_language l ON l.oid = p.prolang
     UNION ALL
     SELECT format('relation %s kind=%s persistence=%s options=%s acl=%s | %s', c.relname, c.relkind,
-                  c.relpersistence, coalesce(c.reloptions::text, '-'), coalesce(c.relacl::text, '-'),
+                  c.relpersistence, coalesce(c.reloptions::text, '-'),
+                  coalesce(c.relacl, acldefault(CASE WHEN c.relkind = 'S' THEN 's' ELSE 'r' END::"char", c.relowner))::text,
                   coalesce(obj_description(c.oid, 'pg_class'), '-'))
       FROM rel c
     UNION ALL
