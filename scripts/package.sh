@@ -33,6 +33,10 @@ EXTDIR=$("$PG_CONFIG" --sharedir)/extension
 LIB=$TREE$PKGLIBDIR/pg_idgen.so
 [ -f "$LIB" ] || { echo "package.sh: $LIB not found (is $TREE a package tree for $PG_CONFIG?)" >&2; exit 1; }
 [ -f "$TREE$EXTDIR/pg_idgen--$VERSION.sql" ] || { echo "package.sh: no pg_idgen--$VERSION.sql in $TREE$EXTDIR" >&2; exit 1; }
+# The control file sets no `encoding`: the scripts must read the same in every database encoding.
+if LC_ALL=C grep -l '[^[:print:][:space:]]' "$TREE$EXTDIR"/pg_idgen*.sql "$TREE$EXTDIR/pg_idgen.control"; then
+    echo "package.sh: the files above have bytes outside ASCII" >&2; exit 1
+fi
 ARCH=$(dpkg --print-architecture 2>/dev/null || uname -m)
 # Dates from the last commit, so that a package rebuilt from the same commit has the same text.
 DATE_R=$(git -C "$ROOT" log -1 --format=%cD 2>/dev/null || date -R)

@@ -16,6 +16,7 @@
 #     * the archive's MANIFEST lists exactly its lib/ and extension/ files; install.sh refuses
 #       another major; install.sh into PG_CONFIG's directories; the same cluster checks;
 #       uninstall.sh leaves no pg_idgen file.
+#   Both: META.json and CHANGELOG.md name the version of Cargo.toml.
 # At exit the test build is installed again (make install-test PG=NN): later layers use it.
 set -euo pipefail
 MAJOR=${1:?usage: tests/package/package.sh MAJOR DIR}
@@ -54,6 +55,11 @@ use_it() {
 }
 
 trap 'rc=$?; restore_test_build; (exit $rc); cleanup' EXIT
+
+# the release's metadata agrees with Cargo.toml (README "Releasing")
+check "META.json: version and provides.pg_idgen.version are Cargo.toml's" \
+    "$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["version"], m["provides"]["pg_idgen"]["version"], m["meta-spec"]["version"])' "$ROOT/META.json")" == "$VERSION $VERSION 1.0.0"
+check "CHANGELOG.md has a section for $VERSION" "$(grep -c "^## $VERSION " "$ROOT/CHANGELOG.md")" -eq 1
 
 if [[ $PG_CONFIG == /usr/lib/postgresql/"$MAJOR"/bin/pg_config ]]; then
     PKG=postgresql-$MAJOR-pg-idgen
