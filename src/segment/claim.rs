@@ -54,8 +54,8 @@ pub(super) fn find_or_claim(tag: &str) -> Found {
             return Found::Uncommitted(cfg);
         }
         let claimed = claim(tag, &cfg).or_else(|| {
-            // Full: entries of databases dropped since they were claimed can be reused.
-            reclaim_dropped_databases().then(|| claim(tag, &cfg)).flatten()
+            // Full: entries of dropped databases and of this database's dropped tags can be reused.
+            reclaim_dead_entries().then(|| claim(tag, &cfg)).flatten()
         });
         let Some((idx, gen)) = claimed else {
             raise(
@@ -80,42 +80,52 @@ pub(super) fn find_or_claim(tag: &str) -> Found {
     )
 }
 
-/// Frees the entries of databases that no longer exist; true if it freed any. Database
-/// existence is checked in the syscache (the current catalog state, not the caller's snapshot).
-pub(super) fn reclaim_dropped_databases() -> bool {
+/// Frees the entries that can never be used again; true if it freed any: entries of databases
+/// that no longer exist, and entries of this database whose backing sequence no longer exists
+/// (its tag was dropped with `DROP EXTENSION pg_idgen`, which runs no `segment_drop`, or its
+/// sequence was dropped by hand). Existence is checked in the syscache (the current catalog
+/// state, not the caller's snapshot); other databases' relations cannot be seen from here.
+pub(super) fn reclaim_dead_entries() -> bool {
     let h = header();
+    let me = my_db();
     // SAFETY: as above.
     let cap = unsafe { (*h).capacity };
-    let mut in_table: Vec<pg_sys::Oid> = {
+    let (mut dbs, mine): (Vec<pg_sys::Oid>, Vec<pg_sys::Oid>) = {
         let _t = Held::table_shared();
-        (0..cap)
+        let used: Vec<(pg_sys::Oid, pg_sys::Oid)> = (0..cap)
             .filter_map(|i| {
                 let e = entry_ptr(i);
                 // SAFETY: identity fields are read under the table lock.
-                unsafe { (*e).in_use.then_some((*e).dbid) }
+                unsafe { (*e).in_use.then_some(((*e).dbid, (*e).seqoid)) }
             })
-            .collect()
+            .collect();
+        (
+            used.iter().map(|(db, _)| *db).collect(),
+            used.iter().filter(|(db, _)| *db == me).map(|(_, seq)| *seq).collect(),
+        )
     };
-    in_table.sort_unstable_by_key(|o| u32::from(*o));
-    in_table.dedup();
-    // SAFETY: AcceptInvalidationMessages and a syscache probe are plain catalog access, done
-    // with no LWLock held.
-    let dead: Vec<pg_sys::Oid> = unsafe {
-        pg_sys::AcceptInvalidationMessages();
-        in_table
-            .into_iter()
-            .filter(|db| {
-                !pg_sys::SearchSysCacheExists(
-                    pg_sys::SysCacheIdentifier::DATABASEOID as i32,
-                    pg_sys::Datum::from(*db),
-                    pg_sys::Datum::from(0),
-                    pg_sys::Datum::from(0),
-                    pg_sys::Datum::from(0),
-                )
-            })
-            .collect()
+    dbs.sort_unstable_by_key(|o| u32::from(*o));
+    dbs.dedup();
+    let exists = |cache: pg_sys::SysCacheIdentifier::Type, oid: pg_sys::Oid| {
+        // SAFETY: a syscache probe is plain catalog access, done with no LWLock held.
+        unsafe {
+            pg_sys::SearchSysCacheExists(
+                cache as i32,
+                pg_sys::Datum::from(oid),
+                pg_sys::Datum::from(0),
+                pg_sys::Datum::from(0),
+                pg_sys::Datum::from(0),
+            )
+        }
     };
-    if dead.is_empty() {
+    // SAFETY: processes pending invalidations, with no LWLock held, so that the probes below
+    // see drops committed by other backends.
+    unsafe { pg_sys::AcceptInvalidationMessages() };
+    let dead_dbs: Vec<pg_sys::Oid> =
+        dbs.into_iter().filter(|db| !exists(pg_sys::SysCacheIdentifier::DATABASEOID, *db)).collect();
+    let dead_seqs: Vec<pg_sys::Oid> =
+        mine.into_iter().filter(|seq| !exists(pg_sys::SysCacheIdentifier::RELOID, *seq)).collect();
+    if dead_dbs.is_empty() && dead_seqs.is_empty() {
         return false;
     }
     let _t = Held::table();
@@ -124,7 +134,9 @@ pub(super) fn reclaim_dropped_databases() -> bool {
         let e = entry_ptr(i);
         // SAFETY: identity fields are written with both the table and the entry lock held.
         unsafe {
-            if (*e).in_use && dead.contains(&(*e).dbid) {
+            if (*e).in_use
+                && (dead_dbs.contains(&(*e).dbid) || ((*e).dbid == me && dead_seqs.contains(&(*e).seqoid)))
+            {
                 free_entry(h, e);
             }
         }

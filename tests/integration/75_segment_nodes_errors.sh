@@ -5,7 +5,8 @@
 #     instance's values fall in its own chunks, and each client's values increase. The same with
 #     an adaptive step (unit min_step = 10, up to 640): still disjoint, the step grows.
 #  B. a full shared table (pg_idgen.max_segments = 2): the third tag in use -> 53400 with a hint;
-#     dropping a tag frees its entry; entries of a dropped database are reclaimed when full.
+#     dropping a tag frees its entry; entries of a dropped database, and of tags dropped with
+#     DROP EXTENSION, are reclaimed when full.
 #  C. not preloaded: segment_next -> 55000 with a HINT naming shared_preload_libraries.
 #  D. bad pg_idgen.max_segments at start: the server refuses to start.
 set -euo pipefail
@@ -74,6 +75,13 @@ q "$F" "SELECT segment_create('t4')" >/dev/null
 expect_sql_error "$F" 53400 "shared segment table is full" "SELECT segment_next('t4')"
 q "$F" "DROP DATABASE gone" >/dev/null
 check "B: entries of a dropped database are reclaimed" "$(q "$F" "SELECT segment_next('t4')")" -eq 1
+# DROP EXTENSION drops the tags (and their sequences) without segment_drop: their entries are
+# reclaimed when the table is full, the re-created tags start afresh and the old values are gone
+q "$F" "SELECT segment_drop('t1')" "SELECT segment_create('t5')" "SELECT segment_next('t5')" >/dev/null
+q "$F" "SET client_min_messages = warning" "DROP EXTENSION pg_idgen" "CREATE EXTENSION pg_idgen" \
+      "SELECT segment_create('n1', start => 100)" "SELECT segment_create('t4', start => 500)" >/dev/null
+check "B: after DROP/CREATE EXTENSION, entries of the dropped tags are reclaimed (new tag; re-created t4 from its new start)" \
+    "$(q "$F" "SELECT segment_next('n1') || ' ' || segment_next('t4')")" == "100 500"
 
 # ---- C ----
 NP=it_seg_nopreload
