@@ -21,10 +21,34 @@ strip_pg_attver() {
     done
 }
 
+# working_bindir MAJOR BINDIR: BINDIR, or, when its psql does not run (the PostgreSQL 17 wheel's
+# segfaults), a directory of links to BINDIR's programs whose psql runs the client psql that
+# scripts/pgenv.bash picks (a newer major's, which speaks to older servers) and answers -V as
+# MAJOR's psql would: pg_upgrade checks that version string and restores global objects with psql.
+working_bindir() {
+    local major=$1 bin=$2 dir version client
+    if pgenv_runs_ok "$bin/psql"; then echo "$bin"; return; fi
+    version=$("$bin/pg_config" --version 2>/dev/null || "$(pg_config_for "$major")" --version)
+    version=${version#PostgreSQL }
+    client=$(PG=$major PG_CONFIG= bash -c '. "$1/scripts/pgenv.bash" && echo "$PG_CLIENT_BIN"' _ "$ROOT")
+    dir=$TMP/bin-$major && mkdir -p "$dir"
+    for f in "$bin"/*; do ln -sf "$f" "$dir/"; done
+    rm -f "$dir/psql"
+    printf '#!/bin/sh
+case "$1" in -V|--version) echo "psql (PostgreSQL) %s"; exit 0 ;; esac
+exec "%s/psql" "$@"
+' \
+        "${version%% *}" "$client" > "$dir/psql"
+    chmod 755 "$dir" "$dir/psql"
+    log "PostgreSQL $major: its psql does not run; pg_upgrade gets $dir (psql -> $client/psql)" >&2
+    echo "$dir"
+}
+
 run_pg_upgrade() {
     local from=$1 to=$2 old=$3 new=$4; shift 4
     local bin_from bin_to old_data new_data work out f
     bin_from=$("$(pg_config_for "$from")" --bindir) bin_to=$("$(pg_config_for "$to")" --bindir)
+    bin_to=$(working_bindir "$to" "$bin_to")
     old_data=$("$CLUSTER" pgdata "$old") new_data=$("$CLUSTER" pgdata "$new")
     work=$TMP/upgrade-$old-$new && mkdir -p "$work" && chown postgres:postgres "$work"
     if out=$(cd "$work" && runuser -u postgres -- "$bin_to/pg_upgrade" -U postgres \
