@@ -11,7 +11,9 @@
 #                          integration scripts), #[pg_test] + pg_regress + integration on 16, 17
 #                          and 18, then pg_upgrade 15 -> 18; a summary line per major at the end
 #   make test PG=17        one major, every layer
-#   make test-core | test-pgrx | test-regress | test-integration [PG=NN]   one layer
+#   make test-core | test-pgrx | test-regress | test-integration | test-clients [PG=NN]   one layer
+#                          (test-clients: psycopg, asyncpg, SQLAlchemy, Django, node-postgres and
+#                          pgjdbc against a cluster of that major; tests/clients/run.sh)
 #   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
 #   make bench [PG=NN]     bench/run.sh on a release build (BENCH_ARGS=--quick for a smoke run)
 #   make pgenv [PG=NN]     print which programs the scripts use for that major
@@ -60,7 +62,8 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 .NOTPARALLEL:
 
 .PHONY: deps build install install-test run psql stop test test-matrix test-core test-pgrx \
-        test-regress test-integration test-upgrade test-assert bench pgenv clean clean-servers
+        test-regress test-integration test-clients test-upgrade test-assert bench pgenv clean \
+        clean-servers
 
 deps:
 	scripts/deps.sh
@@ -137,6 +140,11 @@ test-regress: install-test
 test-integration: install-test
 	@echo "=== integration on PostgreSQL $(PG): tests/integration/*.sh ==="
 	scripts/run-integration.sh
+
+# the client libraries come from scripts/deps.sh (make deps, or scripts/deps.sh --clients)
+test-clients: install-test
+	@echo "=== client libraries on PostgreSQL $(PG): tests/clients/run.sh ==="
+	tests/clients/run.sh
 
 UPGRADE_FROM ?= 15
 UPGRADE_TO   ?= 18
