@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/clients/run.sh — `make test-clients [PG=NN]`: pg_idgen ids through the client libraries
-# applications use, each one the library's own way (tests/clients/README.md is the README's
-# section "From your application"; every snippet there is cut from these programs).
+# applications use, each one the library's own way (the README's section "From your
+# application" shows the snippets these programs run, marked "README snippet" in them).
 #
 # Usage: tests/clients/run.sh [CLIENT...]   (default: all, in this order)
 #   psycopg sqlalchemy django asyncpg   Python (tests/clients/python/, venv from scripts/deps.sh)

@@ -148,7 +148,13 @@ async function js53Layout() {
   await db.connect();
   try {
     const layout = (await db.query('SELECT * FROM snowflake_layout()')).rows[0];
-    ok('the cluster runs the js53 layout (snowflake_layout())', true, JSON.stringify(layout));
+    eq('snowflake_layout(): js53, 37 time bits, 6 worker bits, 10 sequence bits, 10 ms',
+      [layout.name, layout.time_bits, layout.worker_bits, layout.sequence_bits, layout.unit_ms].join(','),
+      'js53,37,6,10,10');
+    // the largest id the layout can ever make: its last tick, worker and sequence
+    const last = (await db.query(`SELECT uid_compose(time_field_ends - interval '10 ms', max_worker_id::int,
+      max_sequence::int)::text AS id FROM snowflake_layout()`)).rows[0].id;
+    eq(`the last id of js53's lifetime is 2^53 - 1 (${layout.time_field_ends.toISOString()})`, last, String(MAX_SAFE));
     const { order, held } = await insertAll(db);
     eq('RETURNING id gives a Number', typeof order.id, 'number');
     ok('every id is a safe integer (Number.isSafeInteger)', [...held.values()].every(Number.isSafeInteger),
