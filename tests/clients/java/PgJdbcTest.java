@@ -19,7 +19,6 @@ import java.util.Map;
 
 public class PgJdbcTest {
     static final String CLIENT = "pgjdbc";
-    static final String T = "jdbc_orders";
     static int passed, failed, compared, lookups, rows;
 
     static boolean ok(String check, boolean cond, String detail) {
@@ -47,14 +46,14 @@ public class PgJdbcTest {
         String url = "jdbc:postgresql://127.0.0.1:" + System.getenv("PGPORT") + "/" + System.getenv("PGDATABASE");
         try (Connection conn = DriverManager.getConnection(url, System.getenv("PGUSER"), "")) {
             try (Statement st = conn.createStatement()) {
-                st.execute("CREATE TABLE " + T + " (id bigint PRIMARY KEY DEFAULT snowflake_next(), n int NOT NULL UNIQUE, note text)");
+                st.execute("CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_next(), n int NOT NULL UNIQUE, note text)");
             }
             Map<Integer, Long> held = new LinkedHashMap<>();
 
             // --- README snippet (JDBC): the key of one row; name the key column
             long orderId;
             try (PreparedStatement ps = conn.prepareStatement(
-                    "INSERT INTO " + T + " (n, note) VALUES (?, ?)", new String[] {"id"})) {
+                    "INSERT INTO orders (n, note) VALUES (?, ?)", new String[] {"id"})) {
                 ps.setInt(1, 0);
                 ps.setString(2, "one");
                 ps.executeUpdate();
@@ -69,7 +68,7 @@ public class PgJdbcTest {
 
             // the pitfall: RETURN_GENERATED_KEYS makes pgjdbc append RETURNING * (every column)
             try (PreparedStatement ps = conn.prepareStatement(
-                    "INSERT INTO " + T + " (n, note) VALUES (?, ?)", Statement.RETURN_GENERATED_KEYS)) {
+                    "INSERT INTO orders (n, note) VALUES (?, ?)", Statement.RETURN_GENERATED_KEYS)) {
                 ps.setInt(1, -1);
                 ps.setString(2, "all columns");
                 ps.executeUpdate();
@@ -78,14 +77,14 @@ public class PgJdbcTest {
                 }
             }
             try (Statement st = conn.createStatement()) {
-                st.execute("DELETE FROM " + T + " WHERE n = -1");
+                st.execute("DELETE FROM orders WHERE n = -1");
             }
 
             // --- README snippet (JDBC): a batch, keys in batch order
             conn.setAutoCommit(false);
             List<Long> batchIds = new ArrayList<>();
             try (PreparedStatement ps = conn.prepareStatement(
-                    "INSERT INTO " + T + " (n, note) VALUES (?, ?)", new String[] {"id"})) {
+                    "INSERT INTO orders (n, note) VALUES (?, ?)", new String[] {"id"})) {
                 for (int n = 1; n <= rowsWanted; n++) {
                     ps.setInt(1, n);
                     ps.setString(2, "row " + n);
@@ -107,7 +106,7 @@ public class PgJdbcTest {
             int bad = 0, serverRows = 0;
             String firstBad = "";
             try (Statement st = conn.createStatement();
-                 ResultSet rs = st.executeQuery("SELECT n, id::text FROM " + T + " ORDER BY n")) {
+                 ResultSet rs = st.executeQuery("SELECT n, id::text FROM orders ORDER BY n")) {
                 while (rs.next()) {
                     serverRows++;
                     Long mine = held.get(rs.getInt(1));
@@ -123,7 +122,7 @@ public class PgJdbcTest {
 
             int wrong = 0;
             String firstWrong = "";
-            try (PreparedStatement ps = conn.prepareStatement("SELECT n FROM " + T + " WHERE id = ?")) {
+            try (PreparedStatement ps = conn.prepareStatement("SELECT n FROM orders WHERE id = ?")) {
                 for (Map.Entry<Integer, Long> e : held.entrySet()) {
                     ps.setLong(1, e.getValue());
                     List<Integer> got = new ArrayList<>();
@@ -147,7 +146,7 @@ public class PgJdbcTest {
                 }
             }
             try (Statement st = conn.createStatement();
-                 ResultSet rs = st.executeQuery("SELECT DISTINCT d.worker_id FROM " + T + " t CROSS JOIN LATERAL uid_decode(t.id) d")) {
+                 ResultSet rs = st.executeQuery("SELECT DISTINCT d.worker_id FROM orders t CROSS JOIN LATERAL uid_decode(t.id) d")) {
                 List<Integer> ws = new ArrayList<>();
                 while (rs.next()) ws.add(rs.getInt(1));
                 eq("uid_decode(id) of every row gives the configured worker id", ws, List.of(workerId));

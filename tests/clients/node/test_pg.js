@@ -38,10 +38,10 @@ function compareIds(check, held, serverRows) {
 }
 // WHERE id = $1 with each id the client holds, as the client holds it, one query after the
 // other (pg 8.23 deprecates queueing queries on a busy client)
-async function lookups(db, table, held, what) {
+async function lookups(db, held, what) {
   const wrong = [];
   for (const [n, id] of held) {
-    const got = (await db.query(`SELECT n FROM ${table} WHERE id = $1`, [id])).rows.map((x) => x.n);
+    const got = (await db.query(`SELECT n FROM orders WHERE id = $1`, [id])).rows.map((x) => x.n);
     if (got.length !== 1 || got[0] !== n) wrong.push([n, got]);
   }
   stat.lookups += held.size;
@@ -57,18 +57,17 @@ function exactAsDouble(text) {
   return bits <= 53 || v % (1n << BigInt(bits - 53)) === 0n;
 }
 
-const TABLE = mode === 'js53' ? 'node_orders_js53' : 'node_orders';
-const SERVER_IDS = `SELECT n, id::text AS id_text FROM ${TABLE} ORDER BY n`;
-const DECODE = `SELECT DISTINCT d.worker_id FROM ${TABLE} t CROSS JOIN LATERAL uid_decode(t.id) d`;
+const SERVER_IDS = `SELECT n, id::text AS id_text FROM orders ORDER BY n`;
+const DECODE = `SELECT DISTINCT d.worker_id FROM orders t CROSS JOIN LATERAL uid_decode(t.id) d`;
 
 async function insertAll(db) {
-  await db.query(`CREATE TABLE ${TABLE} (id bigint PRIMARY KEY DEFAULT snowflake_next(), n int NOT NULL UNIQUE, note text)`);
+  await db.query(`CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_next(), n int NOT NULL UNIQUE, note text)`);
   // --- README snippet (node-postgres): the key of one row, then a batch in one statement
   const { rows: [order] } = await db.query(
-    `INSERT INTO ${TABLE} (n, note) VALUES ($1, $2) RETURNING id`, [0, 'one']);
+    `INSERT INTO orders (n, note) VALUES ($1, $2) RETURNING id`, [0, 'one']);
   const ns = Array.from({ length: ROWS }, (_, i) => i + 1);
   const { rows: batch } = await db.query(
-    `INSERT INTO ${TABLE} (n, note) SELECT n, 'row ' || n FROM unnest($1::int[]) AS n RETURNING n, id`, [ns]);
+    `INSERT INTO orders (n, note) SELECT n, 'row ' || n FROM unnest($1::int[]) AS n RETURNING n, id`, [ns]);
   // ---
   eq(`INSERT ... SELECT unnest($1::int[]) RETURNING: ${ROWS} rows`, batch.length, ROWS);
   const held = new Map([[0, order.id], ...batch.map((r) => [r.n, r.id])]);
@@ -85,7 +84,7 @@ async function defaultLayout() {
     eq('RETURNING id gives a string by default', typeof order.id, 'string');
     const server = (await db.query(SERVER_IDS)).rows;
     compareIds('strings (pg default)', held, server);
-    await lookups(db, TABLE, held, 'strings');
+    await lookups(db, held, 'strings');
     eq('uid_decode($1) with a string id gives the configured worker id',
       (await db.query('SELECT worker_id FROM uid_decode($1)', [order.id])).rows[0].worker_id, WORKER_ID);
     eq('uid_decode(id) of every row gives the configured worker id',
@@ -103,7 +102,7 @@ async function defaultLayout() {
     // ends in the same zeros), else another existing row or none
     let own = 0, other = 0, none = 0;
     for (const r of server) {
-      const got = (await db.query(`SELECT id::text AS t FROM ${TABLE} WHERE id = $1`, [Number(r.id_text)])).rows;
+      const got = (await db.query(`SELECT id::text AS t FROM orders WHERE id = $1`, [Number(r.id_text)])).rows;
       if (got.length === 0) none++; else if (got[0].t === r.id_text) own++; else other++;
     }
     const sameText = server.filter((r) => String(Number(r.id_text)) === r.id_text).length;
@@ -118,19 +117,19 @@ async function defaultLayout() {
     // ---
     await big.connect();
     try {
-      const rows = (await big.query(`SELECT n, id FROM ${TABLE}`)).rows;
+      const rows = (await big.query(`SELECT n, id FROM orders`)).rows;
       const heldBig = new Map(rows.map((r) => [r.n, r.id]));
       compareIds('BigInt type parser', heldBig, server);
-      await lookups(big, TABLE, heldBig, 'BigInt parameters');
+      await lookups(big, heldBig, 'BigInt parameters');
     } finally {
       await big.end();
     }
 
     // JSON: numbers above 2^53 do not survive JSON.parse; strings do
     const asNum = JSON.parse((await db.query(
-      `SELECT json_agg(json_build_object('n', n, 'id', id))::text AS j FROM ${TABLE}`)).rows[0].j);
+      `SELECT json_agg(json_build_object('n', n, 'id', id))::text AS j FROM orders`)).rows[0].j);
     const asText = JSON.parse((await db.query(
-      `SELECT json_agg(json_build_object('n', n, 'id', id::text))::text AS j FROM ${TABLE}`)).rows[0].j);
+      `SELECT json_agg(json_build_object('n', n, 'id', id::text))::text AS j FROM orders`)).rows[0].j);
     eq('JSON.parse of ids sent as JSON numbers corrupts the same ids as Number()',
       asNum.filter((o) => BigInt(o.id) !== BigInt(server[o.n].id_text)).length, shouldBreak);
     compareIds('JSON.parse of ids sent as JSON strings', new Map(asText.map((o) => [o.n, o.id])), server);
@@ -159,17 +158,17 @@ async function js53Layout() {
     eq('RETURNING id gives a Number', typeof order.id, 'number');
     ok('every id is a safe integer (Number.isSafeInteger)', [...held.values()].every(Number.isSafeInteger),
       `${[...held.values()].filter((v) => !Number.isSafeInteger(v)).length} are not`);
-    const max = (await db.query(`SELECT max(id)::text AS m FROM ${TABLE}`)).rows[0].m;
+    const max = (await db.query(`SELECT max(id)::text AS m FROM orders`)).rows[0].m;
     ok(`max(id) on the server is at most 2^53 - 1 = ${MAX_SAFE}`, BigInt(max) <= MAX_SAFE, `max(id) = ${max}`);
     const server = (await db.query(SERVER_IDS)).rows;
     compareIds('Numbers', held, server);
-    await lookups(db, TABLE, held, 'Numbers');
+    await lookups(db, held, 'Numbers');
     eq('uid_decode($1) with a Number id gives the configured worker id',
       (await db.query('SELECT worker_id FROM uid_decode($1)', [order.id])).rows[0].worker_id, WORKER_ID);
     eq('uid_decode(id) of every row gives the configured worker id',
       JSON.stringify((await db.query(DECODE)).rows.map((r) => r.worker_id)), JSON.stringify([WORKER_ID]));
     const asNum = JSON.parse((await db.query(
-      `SELECT json_agg(json_build_object('n', n, 'id', id))::text AS j FROM ${TABLE}`)).rows[0].j);
+      `SELECT json_agg(json_build_object('n', n, 'id', id))::text AS j FROM orders`)).rows[0].j);
     compareIds('JSON.parse of ids sent as JSON numbers', new Map(asNum.map((o) => [o.n, o.id])), server);
   } finally {
     await db.end();

@@ -30,7 +30,7 @@ class Order(models.Model):
 
     class Meta:
         app_label = "shop"
-        db_table = "django_orders"
+        db_table = "orders"
 
 
 def bulk_create_with_ids(model, objs, batch_size=1000):

@@ -4,17 +4,14 @@ import psycopg
 
 from clientlib import DB, DECODE_SQL, HOST, PORT, ROWS, SERVER_IDS_SQL, USER, WORKER_ID, main
 
-T = "psycopg_orders"
-
-
 def body(c):
     with psycopg.connect(host=HOST, port=PORT, user=USER, dbname=DB, autocommit=True) as conn:
-        conn.execute(f"CREATE TABLE {T} (id bigint PRIMARY KEY DEFAULT snowflake_next(),"
+        conn.execute("CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_next(),"
                      " n int NOT NULL UNIQUE, note text)")
         held = {}
 
         # --- README snippet (psycopg): the key of one row
-        cur = conn.execute(f"INSERT INTO {T} (n, note) VALUES (%s, %s) RETURNING id", (0, "one"))
+        cur = conn.execute("INSERT INTO orders (n, note) VALUES (%s, %s) RETURNING id", (0, "one"))
         order_id = cur.fetchone()[0]  # a Python int: exact, no size limit
         # ---
         c.eq("single INSERT ... RETURNING id gives an int", type(order_id), int)
@@ -22,7 +19,7 @@ def body(c):
 
         # --- README snippet (psycopg): a batch, keys in input order
         with conn.cursor() as cur:
-            cur.executemany(f"INSERT INTO {T} (n, note) VALUES (%s, %s) RETURNING n, id",
+            cur.executemany("INSERT INTO orders (n, note) VALUES (%s, %s) RETURNING n, id",
                             [(n, f"row {n}") for n in range(1, ROWS + 1)], returning=True)
             batch = []
             while True:
@@ -36,12 +33,12 @@ def body(c):
         c.rows = len(held)
 
         c.compare_ids("single + bulk insert", held,
-                      conn.execute(SERVER_IDS_SQL.format(table=T)).fetchall())
+                      conn.execute(SERVER_IDS_SQL.format(table="orders")).fetchall())
 
         # every id as a parameter: WHERE id = %s finds exactly that row (one pipeline)
         misses = []
         with conn.pipeline():
-            curs = [(n, conn.execute(f"SELECT n FROM {T} WHERE id = %s", (i,)))
+            curs = [(n, conn.execute("SELECT n FROM orders WHERE id = %s", (i,)))
                     for n, i in held.items()]
         for n, cur in curs:
             rows = cur.fetchall()
@@ -55,7 +52,7 @@ def body(c):
              conn.execute("SELECT worker_id FROM uid_decode(%s)", (order_id,)).fetchone()[0],
              WORKER_ID)
         c.eq("uid_decode(id) of every row gives the configured worker id",
-             conn.execute(DECODE_SQL.format(table=T)).fetchall(), [(WORKER_ID,)])
+             conn.execute(DECODE_SQL.format(table="orders")).fetchall(), [(WORKER_ID,)])
 
 
 main("psycopg", body)

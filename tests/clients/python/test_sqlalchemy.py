@@ -20,7 +20,7 @@ class Base(DeclarativeBase):
 
 # --- README snippet (SQLAlchemy)
 class Order(Base):
-    __tablename__ = "sqlalchemy_orders"
+    __tablename__ = "orders"
     # monotonic=True (new in 2.1): ids of one INSERT grow in row order, so a flush of many
     # objects is batched; never autoincrement=True (that makes the column a BIGSERIAL)
     id: Mapped[int] = mapped_column(
@@ -32,7 +32,7 @@ class Order(Base):
 
 class OrderUnmarked(Base):
     """The pitfall: the same default without monotonic=True is flushed one INSERT per object."""
-    __tablename__ = "sqlalchemy_orders_unmarked"
+    __tablename__ = "orders_unmarked"
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True,
                                     server_default=func.snowflake_next())
     n: Mapped[int] = mapped_column(Integer, unique=True)
@@ -40,7 +40,7 @@ class OrderUnmarked(Base):
 
 class OrderAutoincrement(Base):
     """The pitfall: autoincrement=True silently replaces the DEFAULT by a BIGSERIAL."""
-    __tablename__ = "sqlalchemy_orders_autoincrement"
+    __tablename__ = "orders_autoincrement"
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True,
                                     server_default=func.snowflake_next(monotonic=True))
 
