@@ -19,6 +19,7 @@ import java.util.Map;
 
 public class PgJdbcTest {
     static final String CLIENT = "pgjdbc";
+    static final int ROWS = Integer.parseInt(System.getenv("CLIENT_ROWS"));
     static int passed, failed, compared, lookups, rows;
 
     static boolean ok(String check, boolean cond, String detail) {
@@ -39,8 +40,43 @@ public class PgJdbcTest {
         return String.join(",", names);
     }
 
+    // --- README snippet (JDBC): the key of one row; name the key column
+    static long insertOrder(Connection conn, int n, String note) throws SQLException {
+        try (PreparedStatement ps = conn.prepareStatement(
+                "INSERT INTO orders (n, note) VALUES (?, ?)", new String[] {"id"})) {
+            ps.setInt(1, n);
+            ps.setString(2, note);
+            ps.executeUpdate();
+            try (ResultSet keys = ps.getGeneratedKeys()) {
+                keys.next();
+                return keys.getLong("id");
+            }
+        }
+    }
+    // ---
+
+    // the columns of getGeneratedKeys() for one row inserted (and deleted again) with keyNames,
+    // or with Statement.RETURN_GENERATED_KEYS when keyNames is null
+    static String keyColumns(Connection conn, int n, String[] keyNames) throws SQLException {
+        String sql = "INSERT INTO orders (n, note) VALUES (?, 'key columns')";
+        String cols;
+        try (PreparedStatement ps = keyNames == null
+                ? conn.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)
+                : conn.prepareStatement(sql, keyNames)) {
+            ps.setInt(1, n);
+            ps.executeUpdate();
+            try (ResultSet keys = ps.getGeneratedKeys()) {
+                cols = columns(keys);
+            }
+        }
+        try (PreparedStatement del = conn.prepareStatement("DELETE FROM orders WHERE n = ?")) {
+            del.setInt(1, n);
+            del.executeUpdate();
+        }
+        return cols;
+    }
+
     public static void main(String[] args) {
-        int rowsWanted = Integer.parseInt(System.getenv("CLIENT_ROWS"));
         int workerId = Integer.parseInt(System.getenv("CLIENT_WORKER_ID"));
         // TCP on 127.0.0.1: pgjdbc does not speak unix sockets without an extra library
         String url = "jdbc:postgresql://127.0.0.1:" + System.getenv("PGPORT") + "/" + System.getenv("PGDATABASE");
@@ -50,42 +86,20 @@ public class PgJdbcTest {
             }
             Map<Integer, Long> held = new LinkedHashMap<>();
 
-            // --- README snippet (JDBC): the key of one row; name the key column
-            long orderId;
-            try (PreparedStatement ps = conn.prepareStatement(
-                    "INSERT INTO orders (n, note) VALUES (?, ?)", new String[] {"id"})) {
-                ps.setInt(1, 0);
-                ps.setString(2, "one");
-                ps.executeUpdate();
-                try (ResultSet keys = ps.getGeneratedKeys()) {
-                    keys.next();
-                    orderId = keys.getLong("id");
-            // ---
-                    eq("getGeneratedKeys() after new String[]{\"id\"} has only the id column", columns(keys), "id");
-                }
-            }
+            long orderId = insertOrder(conn, 0, "one");
             held.put(0, orderId);
-
-            // the pitfall: RETURN_GENERATED_KEYS makes pgjdbc append RETURNING * (every column)
-            try (PreparedStatement ps = conn.prepareStatement(
-                    "INSERT INTO orders (n, note) VALUES (?, ?)", Statement.RETURN_GENERATED_KEYS)) {
-                ps.setInt(1, -1);
-                ps.setString(2, "all columns");
-                ps.executeUpdate();
-                try (ResultSet keys = ps.getGeneratedKeys()) {
-                    eq("getGeneratedKeys() after RETURN_GENERATED_KEYS has every column", columns(keys), "id,n,note");
-                }
-            }
-            try (Statement st = conn.createStatement()) {
-                st.execute("DELETE FROM orders WHERE n = -1");
-            }
+            // which columns getGeneratedKeys() returns for each way of asking for keys
+            eq("getGeneratedKeys() after new String[]{\"id\"} has only the id column",
+               keyColumns(conn, -1, new String[] {"id"}), "id");
+            eq("getGeneratedKeys() after RETURN_GENERATED_KEYS has every column (the pitfall)",
+               keyColumns(conn, -2, null), "id,n,note");
 
             // --- README snippet (JDBC): a batch, keys in batch order
             conn.setAutoCommit(false);
             List<Long> batchIds = new ArrayList<>();
             try (PreparedStatement ps = conn.prepareStatement(
                     "INSERT INTO orders (n, note) VALUES (?, ?)", new String[] {"id"})) {
-                for (int n = 1; n <= rowsWanted; n++) {
+                for (int n = 1; n <= ROWS; n++) {
                     ps.setInt(1, n);
                     ps.setString(2, "row " + n);
                     ps.addBatch();
@@ -98,7 +112,7 @@ public class PgJdbcTest {
             conn.commit();
             conn.setAutoCommit(true);
             // ---
-            eq("executeBatch() + getGeneratedKeys(): one key per batch entry", batchIds.size(), rowsWanted);
+            eq("executeBatch() + getGeneratedKeys(): one key per batch entry", batchIds.size(), ROWS);
             for (int n = 1; n <= batchIds.size(); n++) held.put(n, batchIds.get(n - 1));
             rows = held.size();
 

@@ -133,6 +133,9 @@ async function defaultLayout() {
     eq('JSON.parse of ids sent as JSON numbers corrupts the same ids as Number()',
       asNum.filter((o) => BigInt(o.id) !== BigInt(server[o.n].id_text)).length, shouldBreak);
     compareIds('JSON.parse of ids sent as JSON strings', new Map(asText.map((o) => [o.n, o.id])), server);
+    let thrown = '';
+    try { JSON.stringify({ id: BigInt(order.id) }); } catch (e) { thrown = e.constructor.name; }
+    eq('JSON.stringify of a BigInt id throws (convert to a string first)', thrown, 'TypeError');
   } finally {
     await db.end();
   }
