@@ -96,13 +96,16 @@ install_clients() {
     fi
 
     local lock=$ROOT/tests/clients/node/package-lock.json nodedir=$CLIENTS_HOME/node
-    if [ -d "$nodedir/node_modules/pg" ] && cmp -s "$lock" "$nodedir/package-lock.json"; then
+    # installed.lock is written after npm ci succeeded (npm ci needs its own copy of the lock
+    # file first, so that copy proves nothing)
+    if [ -d "$nodedir/node_modules/pg" ] && cmp -s "$lock" "$nodedir/installed.lock"; then
         log "clients: node-postgres present ($nodedir)"
     else
         log "clients: npm ci in $nodedir from $lock"
         rm -rf "$nodedir" && mkdir -p "$nodedir"
         cp "$ROOT/tests/clients/node/package.json" "$lock" "$nodedir/"
         (cd "$nodedir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+        cp "$lock" "$nodedir/installed.lock"
     fi
     chmod -R a+rX "$CLIENTS_HOME"
     [ -f /usr/share/java/postgresql.jar ] || { log "ERROR: /usr/share/java/postgresql.jar missing"; exit 1; }
