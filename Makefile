@@ -2,16 +2,20 @@
 #
 # Every target works on one PostgreSQL major, PG=15 (default), 16, 17 or 18:
 #   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), cargo-pgrx 0.18.1,
+#                          the client libraries of make test-clients (venv, npm, pgjdbc),
 #                          `cargo pgrx init` for all four (idempotent)
 #   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL
 #   make run [PG=NN]       deps + install + start cluster `demo` (`demoNN` on 16-18), port 288NN,
 #                          with a demo table
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
 #   make test              the matrix: every layer on 15 (core unit tests, #[pg_test], pg_regress,
-#                          integration scripts), #[pg_test] + pg_regress + integration on 16, 17
-#                          and 18, then pg_upgrade 15 -> 18; a summary line per major at the end
+#                          integration scripts, client libraries), #[pg_test] + pg_regress +
+#                          integration + clients on 16, 17 and 18, then pg_upgrade 15 -> 18; a
+#                          summary line per major at the end
 #   make test PG=17        one major, every layer
-#   make test-core | test-pgrx | test-regress | test-integration [PG=NN]   one layer
+#   make test-core | test-pgrx | test-regress | test-integration | test-clients [PG=NN]   one layer
+#                          (test-clients: psycopg, asyncpg, SQLAlchemy, Django, node-postgres and
+#                          pgjdbc against a cluster of that major; tests/clients/run.sh)
 #   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
 #   make test-extension-update [PG=NN]   ALTER EXTENSION UPDATE from 0.1.0 (its git tag)
 #   make package [PG=NN]   release package into target/packages: postgresql-15-pg-idgen_<v>-1_amd64.deb
@@ -64,8 +68,8 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 .NOTPARALLEL:
 
 .PHONY: deps build install install-test run psql stop test test-matrix test-core test-pgrx \
-        test-regress test-integration test-upgrade test-extension-update test-package test-assert \
-        bench pgenv package clean clean-servers
+        test-regress test-integration test-clients test-upgrade test-extension-update test-package \
+        test-assert bench pgenv package clean clean-servers
 
 deps:
 	scripts/deps.sh
@@ -147,6 +151,11 @@ test-regress: install-test
 test-integration: install-test
 	@echo "=== integration on PostgreSQL $(PG): tests/integration/*.sh ==="
 	scripts/run-integration.sh
+
+# the client libraries come from scripts/deps.sh (make deps, or scripts/deps.sh --clients)
+test-clients: install-test
+	@echo "=== client libraries on PostgreSQL $(PG): tests/clients/run.sh ==="
+	tests/clients/run.sh
 
 UPGRADE_FROM ?= 15
 UPGRADE_TO   ?= 18

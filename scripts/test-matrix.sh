@@ -2,11 +2,11 @@
 # scripts/test-matrix.sh — `make test`: the test layers on one or more PostgreSQL majors.
 #
 # Usage: scripts/test-matrix.sh MAJOR...          (make test; make test PG=17 runs one major)
-#   One major:     every layer on it: core, pgrx, regress, integration.
-#   Several:       core once (it does not depend on PostgreSQL), then pgrx, regress and
-#                  integration on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
+#   One major:     every layer on it: core, pgrx, regress, integration, clients.
+#   Several:       core once (it does not depend on PostgreSQL), then pgrx, regress, integration
+#                  and clients on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
 #                  (default 15 -> 18) when both are in the list.
-#   Env: MATRIX_LAYERS="core pgrx regress integration extupdate package upgrade" restricts the layers;
+#   Env: MATRIX_LAYERS="core pgrx regress integration clients extupdate package upgrade" restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose release package is built and installed;
 #        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end).
 #
@@ -15,6 +15,8 @@
 #   pgrx         cargo pgrx test pgNN --runas postgres          (make test-pgrx PG=NN)
 #   regress      tests/regress/run.sh on a dev-profile install  (make test-regress PG=NN)
 #   integration  tests/integration/*.sh, same install           (make test-integration PG=NN)
+#   clients      tests/clients/run.sh, same install: psycopg, asyncpg, SQLAlchemy, Django,
+#                node-postgres, pgjdbc                          (make test-clients PG=NN)
 #   extupdate    ALTER EXTENSION UPDATE from 0.1.0 (its tag)    (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
@@ -31,7 +33,7 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 [ $# -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 MAJORS=("$@")
-LAYERS=${MATRIX_LAYERS:-core pgrx regress integration extupdate package upgrade}
+LAYERS=${MATRIX_LAYERS:-core pgrx regress integration clients extupdate package upgrade}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 UPGRADE_FROM=${UPGRADE_FROM:-15}
@@ -85,6 +87,15 @@ integration_counts() {   # scripts ok / scripts run, checks passed, and SKIP lin
     skips=$(grep -Ec '\] SKIP:' "$1")
     printf "%d/%d scripts (%d checks)%s" "$ok" "$n" "$checks" "$([ "$skips" -gt 0 ] && echo ", SKIP: $skips part(s), see the log")"
 }
+clients_counts() {   # clients passed / run, checks, ids compared, and SKIP lines
+    local line; line=$(grep -E '^\[clients\] (PASS|FAIL):' "$1" | tail -1)
+    local ok n; ok=$(grep -Ec '^\[clients\] [a-z0-9-]+: +ok:' "$1"); n=$(grep -Ec '^\[clients\] [a-z0-9-]+: +(ok|FAILED)' "$1")
+    printf "%d/%d clients" "$ok" "$n"
+    [[ $line =~ all\ ([0-9]+)\ checks ]] && printf " (%s checks" "${BASH_REMATCH[1]}"
+    [[ $line =~ ([0-9]+)\ ids\ compared ]] && printf ", %s ids compared)" "${BASH_REMATCH[1]}"
+    [[ $line =~ SKIP:\ (.*)$ ]] && printf ", SKIP: %s" "${BASH_REMATCH[1]}"
+    return 0
+}
 checks_count() {  # "N checks" of one lib.bash test script
     local n; n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | grep -Eo '[0-9]+' | tail -1)
     echo "${n:-?} checks"
@@ -121,7 +132,7 @@ for m in "${MAJORS[@]}"; do
         run_layer "$m" pgrx make --no-print-directory test-pgrx PG="$m"
         line+="pg_test $(pgrx_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS) with its build)  "
     fi
-    if has_layer regress || has_layer integration; then
+    if has_layer regress || has_layer integration || has_layer clients; then
         # after the pgrx layer, which installs its own test build into the same PostgreSQL
         run_layer "$m" install make --no-print-directory install-test PG="$m"
         build=$LAST_SECS
@@ -135,6 +146,10 @@ for m in "${MAJORS[@]}"; do
             if has_layer integration; then
                 run_layer "$m" integration env PG="$m" PG_CONFIG= scripts/run-integration.sh
                 line+="integration $(integration_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+            fi
+            if has_layer clients; then
+                run_layer "$m" clients env PG="$m" PG_CONFIG= tests/clients/run.sh
+                line+="clients $(clients_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
         fi
     fi

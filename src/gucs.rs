@@ -244,7 +244,7 @@ pub fn init(preloading: bool) {
             GucRegistry::define_string_guc_with_hooks(
             c"pg_idgen.layout",
             c"Bit layout of generated ids: a named layout or a custom spec.",
-            c"default, twitter, instagram, sonyflake, sonyflake_v2, baidu, shardingsphere, pgedge, or \"time=41,worker=10,sequence=12,unit_ms=1,epoch=2026-01-01\". Fixed at server start.",
+            c"default, twitter, instagram, sonyflake, sonyflake_v2, baidu, shardingsphere, pgedge, js53 (JavaScript-safe: ids below 2^53), or \"time=41,worker=10,sequence=12,unit_ms=1,epoch=2026-01-01\" (at most 63 bits). Fixed at server start.",
                 &LAYOUT,
                 GucContext::Postmaster,
                 GucFlags::default(),

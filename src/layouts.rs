@@ -148,7 +148,7 @@ pub fn warn_dependents_of_server_layout() {
 }
 
 /// Registers a custom layout for decoding ids of another system (superuser by default; GRANT
-/// EXECUTE and INSERT on pg_idgen_layouts to delegate). Widths must add up to 63 (or 64, the
+/// EXECUTE and INSERT on pg_idgen_layouts to delegate). Widths add up to at most 63 (or 64, the
 /// top time bit being the sign bit); `field_order` is `worker_sequence` or `sequence_worker`;
 /// `worker_low_bits` splits the worker field into `worker_high`/`worker_low`.
 #[pg_extern(volatile, parallel_unsafe)]

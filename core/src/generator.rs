@@ -527,6 +527,41 @@ mod tests {
     }
 
     #[test]
+    fn js53_generates_safe_ids_up_to_the_end_of_its_field_then_errors() {
+        // The clock 50 ms before the end of js53's time field (July 2069), worker 63: ids run
+        // through the last five 10 ms ticks (ahead of the clock when a tick's 1,024 are used),
+        // every one at most 2^53 − 1, then the field is exhausted: an error, never a wrap.
+        let mut g = Gen::new("js53", 63, Policy { max_drift_ms: 1_000, ..ZERO });
+        let end = g.layout.time_field_end_ms() as i64;
+        let clock = TestClock::at(end - 50);
+        let mut last = -1i64;
+        let mut issued = 0u64;
+        let err = loop {
+            match g.next(&clock) {
+                Ok(i) => {
+                    assert!(i.id > last && i.id <= crate::layout::JS_MAX_SAFE_INTEGER, "{}", i.id);
+                    assert_eq!(g.layout.decode(i.id).unwrap(), i.parts);
+                    assert_eq!(i.parts.worker, 63);
+                    last = i.id;
+                    issued += 1;
+                }
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err, GenError::TimeOverflow { max_tick: (1 << 37) - 1 });
+        assert_eq!(issued, 5 * 1024, "the last five ticks, every sequence value");
+        assert_eq!(last, crate::layout::JS_MAX_SAFE_INTEGER, "the very last id is 2^53 - 1");
+        // and it stays an error: the clock reaching and passing the end changes nothing
+        clock.set(end);
+        assert_eq!(g.next(&clock).unwrap_err(), GenError::TimeOverflow { max_tick: (1 << 37) - 1 });
+        clock.set(end + 86_400_000);
+        assert_eq!(g.next(&clock).unwrap_err(), GenError::TimeOverflow { max_tick: (1 << 37) - 1 });
+        // a fresh generator whose clock is already past the end: an error from the first call
+        let mut late = Gen::new("js53", 0, ZERO);
+        assert!(matches!(late.next(&TestClock::at(end)), Err(GenError::TimeOverflow { .. })));
+    }
+
+    #[test]
     fn no_id_beyond_the_durable_reservation_and_restart_stays_above() {
         let mut g = Gen::new("default", 9, Policy { reserve_window_ms: 100, ..ZERO });
         let t0 = crate::layout::DEFAULT_EPOCH_MS + 500_000;

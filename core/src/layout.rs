@@ -66,15 +66,15 @@ impl fmt::Display for LayoutError {
             LayoutError::UnknownLayout(n) => write!(
                 f,
                 "unknown layout \"{n}\"; use default, twitter, instagram, sonyflake, sonyflake_v2, \
-                 baidu, shardingsphere, pgedge or a custom spec such as \
+                 baidu, shardingsphere, pgedge, js53 or a custom spec such as \
                  \"time=41,worker=10,sequence=12,unit_ms=1,epoch=2026-01-01\""
             ),
             LayoutError::Syntax(m) => write!(f, "invalid layout spec: {m}"),
             LayoutError::Widths { time, worker, sequence, total } => write!(
                 f,
                 "layout widths time={time} + worker={worker} + sequence={sequence} = {total} bits; \
-                 they must add up to 63 (64 for a decode-only layout whose top time bit is the sign bit), with \
-                 at least 20 time bits and 1 to 31 bits each for worker and sequence"
+                 they must add up to at most 63 (64 for a decode-only layout whose top time bit is the sign \
+                 bit), with at least 20 time bits and 1 to 31 bits each for worker and sequence"
             ),
             LayoutError::Unit(u) => write!(f, "time unit must be between 1 and 86400000 ms, got {u}"),
             LayoutError::Split { low_bits, worker_bits } => write!(
@@ -82,10 +82,9 @@ impl fmt::Display for LayoutError {
                 "worker_low_bits {low_bits} must be between 1 and worker_bits - 1 ({})",
                 worker_bits.saturating_sub(1)
             ),
-            LayoutError::DecodeOnly(n) => write!(
-                f,
-                "layout \"{n}\" uses the sign bit and can only decode ids, not generate them"
-            ),
+            LayoutError::DecodeOnly(n) => {
+                write!(f, "layout \"{n}\" uses the sign bit and can only decode ids, not generate them")
+            }
         }
     }
 }
@@ -136,6 +135,9 @@ impl std::error::Error for IdError {}
 /// 2026-01-01T00:00:00Z in Unix milliseconds: the epoch of the default layout.
 pub const DEFAULT_EPOCH_MS: i64 = 1_767_225_600_000;
 
+/// The largest integer a JavaScript number (an IEEE 754 double) holds exactly: 2^53 − 1.
+pub const JS_MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
 /// Names of every built-in layout, in the order the README lists them.
 pub const NAMED_LAYOUTS: &[&str] = &[
     "default",
@@ -147,6 +149,7 @@ pub const NAMED_LAYOUTS: &[&str] = &[
     "baidu",
     "shardingsphere",
     "pgedge",
+    "js53",
 ];
 
 const fn mask(bits: u32) -> u64 {
@@ -218,6 +221,9 @@ impl Layout {
             }
             // 2023-01-01T00:00:00Z
             "pgedge" => Self::named(name, 1_672_531_200_000, 1, (41, 10, 12), WorkerAboveSequence, None),
+            // JavaScript-safe: 37 bits of 10 ms + 6 + 10 = 53 bits, so every id of the layout's
+            // lifetime (2026-01-01 .. 2069-07) is at most 2^53 − 1 (Number.MAX_SAFE_INTEGER).
+            "js53" => Self::named(name, DEFAULT_EPOCH_MS, 10, (37, 6, 10), WorkerAboveSequence, None),
             _ => return None,
         };
         Some(l)
@@ -289,8 +295,9 @@ impl Layout {
         Ok(layout)
     }
 
-    /// A layout registered for decoding (SPEC §4): 63 bits, or 64 of which the top time bit is
-    /// the sign (Discord, Instagram); at least 20 time bits; 1–31 bits each for worker and
+    /// A layout registered for decoding (SPEC §4): at most 63 bits (the unused top bits are
+    /// always zero), or 64 of which the top time bit is the sign (Discord, Instagram); at least
+    /// 20 time bits; 1–31 bits each for worker and
     /// sequence (they are SQL `int`s). `worker_low_bits` splits the worker field in two.
     #[allow(clippy::too_many_arguments)]
     pub fn registered(
@@ -322,16 +329,18 @@ impl Layout {
         if self.decode_only {
             return Err(LayoutError::DecodeOnly(self.name.clone()));
         }
-        // Custom layouts have exactly 63 bits; Instagram's published layout is 64 bits wide, of
-        // which the top time bit is the (always zero) sign bit.
+        // Custom layouts have at most 63 bits (fewer keep the top bits zero: `js53` stays below
+        // 2^53); Instagram's published layout is 64 bits wide, of which the top time bit is the
+        // (always zero) sign bit.
         self.check_fields(self.name == "instagram")
     }
 
-    /// Widths add up to 63 (or 64 where allowed: the top time bit is the sign bit), at least 20
-    /// time bits, 1–31 bits each for worker and sequence (they are SQL `int`s), a sane unit.
+    /// Widths add up to at most 63 (or 64 where allowed: the top time bit is the sign bit), at
+    /// least 20 time bits, 1–31 bits each for worker and sequence (they are SQL `int`s), a sane
+    /// unit.
     fn check_fields(&self, allow_64_bits: bool) -> Result<(), LayoutError> {
         let total = self.total_bits();
-        if !(total == 63 || (allow_64_bits && total == 64))
+        if !(total <= 63 || (allow_64_bits && total == 64))
             || self.time_bits < 20
             || !(1..=31).contains(&self.worker_bits)
             || !(1..=31).contains(&self.sequence_bits)
@@ -375,7 +384,18 @@ impl Layout {
         }
     }
     pub fn total_bits(&self) -> u32 {
-        self.time_bits + self.worker_bits + self.sequence_bits
+        // Saturating: a spec can name absurd widths (time=4294967295), refused by check_fields.
+        self.time_bits.saturating_add(self.worker_bits).saturating_add(self.sequence_bits)
+    }
+    /// The largest id the layout can hold: 2^total − 1 (2^63 − 1 for 63 and 64 bits). No id of
+    /// the layout, over its whole lifetime, is larger.
+    pub fn max_id(&self) -> i64 {
+        mask(self.total_bits().min(63)) as i64
+    }
+    /// The first instant (Unix ms) after the time field: no id of the layout has a time at or
+    /// after it.
+    pub fn time_field_end_ms(&self) -> i128 {
+        self.tick_to_unix_ms(self.max_time() + 1)
     }
     pub fn max_worker(&self) -> u64 {
         mask(self.worker_bits)
@@ -645,6 +665,9 @@ mod tests {
             } else if *name == "instagram" {
                 assert_eq!(total, 64);
                 l.validate().unwrap();
+            } else if *name == "js53" {
+                assert_eq!(total, 53);
+                l.validate().unwrap();
             } else {
                 assert_eq!(total, 63, "{name}");
                 l.validate().unwrap();
@@ -665,6 +688,11 @@ mod tests {
             Layout::parse("time=41,worker=10,sequence=13"),
             Err(LayoutError::Widths { total: 64, .. })
         ));
+        assert!(matches!(
+            Layout::parse("time=42,worker=10,sequence=13"),
+            Err(LayoutError::Widths { total: 65, .. })
+        ));
+        assert_eq!(Layout::parse("time=41,worker=10,sequence=11").unwrap().total_bits(), 62);
         assert!(matches!(Layout::parse("time=41,worker=0,sequence=22"), Err(LayoutError::Widths { .. })));
         assert!(matches!(Layout::parse("time=20,worker=32,sequence=11"), Err(LayoutError::Widths { .. })));
         assert!(matches!(Layout::parse("time=19,worker=22,sequence=22"), Err(LayoutError::Widths { .. })));
@@ -787,7 +815,7 @@ mod tests {
         let ok = |t, w, s| Layout::registered("x", 0, 1, t, w, s, FieldOrder::WorkerAboveSequence, None);
         assert!(ok(41, 10, 12).is_ok());
         assert!(ok(42, 10, 12).unwrap().decode_only);
-        assert!(ok(41, 10, 11).is_err());
+        assert!(!ok(41, 10, 11).unwrap().decode_only, "62 bits: a narrower layout");
         assert!(ok(43, 10, 12).is_err());
         assert!(ok(19, 22, 22).is_err());
         assert!(ok(20, 32, 11).is_err());
@@ -795,6 +823,100 @@ mod tests {
         assert!(Layout::registered("x", 0, 1, 41, 10, 12, FieldOrder::WorkerAboveSequence, Some(10)).is_err());
         let s = Layout::registered("x", 0, 1, 41, 10, 12, FieldOrder::WorkerAboveSequence, Some(4)).unwrap();
         assert_eq!(s.split_worker(0b11_1111_0101), Some((0b11_1111, 0b0101)));
+    }
+
+    #[test]
+    fn js53_is_the_published_spec() {
+        let l = Layout::by_name("js53").unwrap();
+        assert_eq!((l.time_bits, l.worker_bits, l.sequence_bits, l.unit_ms), (37, 6, 10, 10));
+        assert_eq!(l.epoch_ms, parse_epoch("2026-01-01T00:00:00Z").unwrap());
+        assert_eq!(l.order, FieldOrder::WorkerAboveSequence);
+        assert_eq!((l.max_worker(), l.max_sequence()), (63, 1023));
+        assert_eq!(l.max_id(), JS_MAX_SAFE_INTEGER);
+        assert_eq!(l.max_id(), 9_007_199_254_740_991);
+        // 2^37 ticks of 10 ms after 2026-01-01: the field ends in July 2069.
+        assert_eq!(format_unix_ms(l.time_field_end_ms()), "2069-07-21T06:52:14.720Z");
+        assert_eq!(Layout::parse("JS53").unwrap(), l);
+        assert_eq!(Layout::parse(&l.canonical()).unwrap().canonical(), l.canonical());
+        // 1,024 ids per 10 ms per worker: 102,400 ids/s.
+        assert_eq!((l.max_sequence() + 1) * 1000 / l.unit_ms as u64, 102_400);
+    }
+
+    #[test]
+    fn every_js53_id_is_a_safe_javascript_integer() {
+        let l = Layout::by_name("js53").unwrap();
+        let top = Parts { time: l.max_time(), worker: l.max_worker(), sequence: l.max_sequence() };
+        assert_eq!(l.encode(top).unwrap(), JS_MAX_SAFE_INTEGER, "the largest id of the lifetime");
+        assert_eq!(l.decode(JS_MAX_SAFE_INTEGER).unwrap(), top);
+        let mut rng = Rng(53);
+        for _ in 0..200_000 {
+            let p = Parts {
+                time: rng.next() & l.max_time(),
+                worker: rng.next() & l.max_worker(),
+                sequence: rng.next() & l.max_sequence(),
+            };
+            let id = l.encode(p).unwrap();
+            assert!((0..=JS_MAX_SAFE_INTEGER).contains(&id), "{id}");
+            // exactly representable as a double, as JSON.parse would read it
+            assert_eq!(id as f64 as i64, id);
+            assert_eq!(l.decode(id).unwrap(), p);
+        }
+        // time order: a later tick is a larger id, whatever the worker and sequence
+        let a = l.encode(Parts { time: 7, worker: 63, sequence: 1023 }).unwrap();
+        let b = l.encode(Parts { time: 8, worker: 0, sequence: 0 }).unwrap();
+        assert!(a < b);
+        // worker above sequence
+        assert_eq!(l.encode(Parts { time: 0, worker: 1, sequence: 0 }).unwrap(), 1024);
+    }
+
+    #[test]
+    fn js53_refuses_everything_beyond_its_field() {
+        let l = Layout::by_name("js53").unwrap();
+        // one tick past the end of the time field, worker 64, sequence 1024
+        assert!(matches!(
+            l.encode(Parts { time: l.max_time() + 1, worker: 0, sequence: 0 }),
+            Err(IdError::TimeOutOfRange { .. })
+        ));
+        assert!(matches!(
+            l.encode(Parts { time: 0, worker: 64, sequence: 0 }),
+            Err(IdError::WorkerOutOfRange { .. })
+        ));
+        assert!(matches!(
+            l.encode(Parts { time: 0, worker: 0, sequence: 1024 }),
+            Err(IdError::SequenceOutOfRange { .. })
+        ));
+        // ids above 2^53 − 1 are not ids of the layout
+        assert_eq!(l.decode(JS_MAX_SAFE_INTEGER + 1), Err(IdError::TooWide(JS_MAX_SAFE_INTEGER + 1)));
+        assert_eq!(l.decode(i64::MAX), Err(IdError::TooWide(i64::MAX)));
+        // instants: the last 10 ms tick is in the field, the end is not
+        let end = l.time_field_end_ms() as i64;
+        assert_eq!(l.checked_tick(end - 1).unwrap(), l.max_time());
+        assert!(matches!(l.checked_tick(end), Err(IdError::TimeOutOfRange { .. })));
+        assert!(matches!(l.checked_tick(l.epoch_ms - 1), Err(IdError::TimeOutOfRange { .. })));
+    }
+
+    #[test]
+    fn narrow_layouts_generate_and_register() {
+        // fewer than 63 bits: accepted for generation and for registration, top bits zero
+        let l = Layout::parse("time=30,worker=4,sequence=8,unit_ms=10,epoch=2026-01-01").unwrap();
+        assert_eq!(l.total_bits(), 42);
+        assert_eq!(l.max_id(), (1 << 42) - 1);
+        l.validate().unwrap();
+        let top = Parts { time: l.max_time(), worker: l.max_worker(), sequence: l.max_sequence() };
+        assert_eq!(l.encode(top).unwrap(), (1 << 42) - 1);
+        assert!(matches!(l.decode(1 << 42), Err(IdError::TooWide(_))));
+        let r = Layout::registered("n", 0, 1, 20, 1, 1, FieldOrder::SequenceAboveWorker, None).unwrap();
+        assert!(!r.decode_only);
+        assert_eq!(r.max_id(), (1 << 22) - 1);
+        r.validate().unwrap();
+        // the smallest layout: 20 + 1 + 1 bits; below that, refused
+        assert!(Layout::parse("time=19,worker=1,sequence=1").is_err());
+        assert!(Layout::parse("time=20,worker=0,sequence=1").is_err());
+        // absurd widths are refused, never overflow
+        assert!(matches!(
+            Layout::parse("time=4294967295,worker=4294967295,sequence=1"),
+            Err(LayoutError::Widths { total: u32::MAX, .. })
+        ));
     }
 
     #[test]

@@ -39,6 +39,26 @@ SELECT l.name, bool_and(uid_compose(d.ts, d.worker_id, d.sequence, l.name) = x.i
        LATERAL uid_decode(x.id, l.name) d
  GROUP BY l.name ORDER BY l.name;
 
+-- js53: JavaScript-safe ids (37 bits of 10 ms from 2026-01-01, 6 worker bits, 10 sequence bits)
+SELECT * FROM uid_decode(uid_compose('2026-11-22 10:20:30.45+00', 63, 1023, 'js53'), 'js53');
+SELECT uid_compose('2026-11-22 10:20:30.459+00', 5, 7, 'js53') AS js53_id,
+       snowflake_at('2026-11-22 10:20:30.45+00', 5, 'js53') AS js53_at;
+-- the last id of the layout's lifetime is 2^53 - 1 = Number.MAX_SAFE_INTEGER
+SELECT uid_compose('2069-07-21 06:52:14.71+00', 63, 1023, 'js53') AS js53_max,
+       uid_compose('2069-07-21 06:52:14.71+00', 63, 1023, 'js53') = (2::numeric ^ 53 - 1)::bigint AS is_2_53_minus_1;
+SELECT * FROM uid_decode(9007199254740991, 'js53');
+-- every js53 id over the lifetime is <= 2^53 - 1 (a sample of 10,000 instants, workers, sequences)
+SELECT max(uid_compose('2026-01-01Z'::timestamptz + g * interval '137438953 ms',
+                       g % 64, (g * 7) % 1024, 'js53')) <= 9007199254740991 AS all_js_safe
+  FROM generate_series(0, 9999) g;
+-- beyond the field's end, above 2^53 - 1, before the epoch, worker 64, sequence 1024: errors
+SELECT regress_sqlstate_of($$SELECT uid_compose('2069-07-21 06:52:14.72+00', 0, 0, 'js53')$$);
+SELECT regress_sqlstate_of($$SELECT snowflake_at('2069-07-21 06:52:14.72+00', 0, 'js53')$$);
+SELECT regress_sqlstate_of($$SELECT uid_decode(9007199254740992, 'js53')$$);
+SELECT regress_sqlstate_of($$SELECT uid_compose('2025-12-31 23:59:59.99+00', 0, 0, 'js53')$$);
+SELECT regress_sqlstate_of($$SELECT uid_compose('2026-06-01Z', 64, 0, 'js53')$$);
+SELECT regress_sqlstate_of($$SELECT uid_compose('2026-06-01Z', 0, 1024, 'js53')$$);
+
 -- snowflake_at bounds for ids of any layout
 SELECT snowflake_at('2016-04-30 11:18:25.796+00', NULL, 'discord') <= 175928847299117063 AS lower_bound,
        snowflake_at('2016-04-30 11:18:25.797+00', NULL, 'discord') > 175928847299117063 AS upper_bound,
@@ -79,6 +99,21 @@ SELECT regress_sqlstate_of($$SELECT uid_decode(1, 'no_such_layout')$$);
 SELECT regress_sqlstate_of($$SELECT uid_layout_register('twitter', '2016-09-20Z', 41, 10, 12)$$);
 SELECT regress_sqlstate_of($$SELECT uid_layout_register('baidu_29_21_13', '2016-09-20Z', 29, 21, 13)$$);
 SELECT regress_sqlstate_of($$SELECT uid_layout_register('bad', '2016-09-20Z', 41, 10, 14)$$);
+-- layouts narrower than 63 bits register (decode and compose; they could generate too): the
+-- unused top bits are always zero, ids above them are refused
+SELECT uid_layout_register('narrow42', '2026-01-01Z', 30, 4, 8, unit_ms => 10);
+SELECT name, time_bits + worker_bits + sequence_bits AS total_bits, can_generate
+  FROM uid_layouts() WHERE name = 'narrow42';
+SELECT uid_compose('2026-03-01Z', 15, 255, 'narrow42') AS narrow_id;
+SELECT * FROM uid_decode(uid_compose('2026-03-01Z', 15, 255, 'narrow42'), 'narrow42');
+SELECT * FROM uid_decode(4398046511103, 'narrow42');
+SELECT regress_sqlstate_of($$SELECT uid_decode(4398046511104, 'narrow42')$$);
+SELECT regress_sqlstate_of($$SELECT uid_compose('2060-01-01Z', 0, 0, 'narrow42')$$);
+SELECT uid_layout_drop('narrow42');
+SELECT uid_layout_register('smallest', '2026-01-01Z', 20, 1, 1);
+SELECT * FROM uid_decode(4194303, 'smallest');
+SELECT uid_layout_drop('smallest');
+SELECT regress_sqlstate_of($$SELECT uid_layout_register('too_small', '2026-01-01Z', 19, 1, 1)$$);
 -- a 64-bit layout (like Instagram's) is accepted for decoding; it cannot generate
 SELECT uid_layout_register('wide', '2016-09-20Z', 41, 10, 13);
 SELECT name, can_generate FROM uid_layouts() WHERE name = 'wide';
