@@ -15,9 +15,10 @@
 #     stripped of debugging symbols (its dynamic symbols stay: PostgreSQL looks functions up).
 #   * otherwise (the servers from PyPI wheels, or any other install) a tarball,
 #       pg_idgen-<version>-pgNN-linux-<arch>.tar.gz
-#     with the same files under lib/ and extension/, the same documents under doc/, MANIFEST,
-#     and install.sh / uninstall.sh that copy them into (remove them from) the directories of
-#     the pg_config given (PG_CONFIG=... ./install.sh).
+#     with the same files under lib/ and extension/, the same documents under doc/, MANIFEST
+#     (MD5 and path of each file), and install.sh / uninstall.sh that copy them into (remove
+#     them from) the directories of the pg_config given (PG_CONFIG=... ./install.sh); both
+#     refuse another major, and uninstall.sh removes only files that are still this package's.
 # The version is Cargo.toml's (the control file's default_version is made from it).
 set -euo pipefail
 
@@ -116,7 +117,9 @@ else
     strip --strip-unneeded "$D/lib/pg_idgen.so"
     for f in $(ext_files); do install -m 644 "$TREE$EXTDIR/$f" "$D/extension/$f"; done
     install -m 644 "$ROOT/README.md" "$ROOT/CHANGELOG.md" "$ROOT/LICENSE" "$D/doc/"
-    (cd "$D" && find lib extension -type f | sort) > "$D/MANIFEST"
+    # MANIFEST: the MD5 and path of every installed file (uninstall.sh removes a file only if it
+    # is still this package's copy: another installation's or a later version's is kept)
+    (cd "$D" && find lib extension -type f | sort | xargs md5sum) > "$D/MANIFEST"
     cat > "$D/install.sh" <<EOF
 #!/bin/sh
 # Installs pg_idgen $VERSION into the PostgreSQL $PG that PG_CONFIG (default: pg_config on PATH) names.
@@ -136,11 +139,20 @@ EOF
 set -eu
 PG_CONFIG=\${PG_CONFIG:-pg_config}
 here=\$(cd "\$(dirname "\$0")" && pwd)
+major=\$("\$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\\1/')
+[ "\$major" = "$PG" ] || { echo "uninstall.sh: this package is for PostgreSQL $PG, \$PG_CONFIG is \$major" >&2; exit 1; }
 lib=\$("\$PG_CONFIG" --pkglibdir); ext=\$("\$PG_CONFIG" --sharedir)/extension
-while read -r f; do
-    case \$f in lib/*) rm -f "\$lib/\${f#lib/}" ;; extension/*) rm -f "\$ext/\${f#extension/}" ;; esac
+kept=0
+while read -r sum f; do
+    case \$f in lib/*) t=\$lib/\${f#lib/} ;; extension/*) t=\$ext/\${f#extension/} ;; *) continue ;; esac
+    [ -e "\$t" ] || continue
+    if [ "\$(md5sum < "\$t" | cut -d' ' -f1)" = "\$sum" ]; then
+        rm -f "\$t"
+    else
+        echo "uninstall.sh: kept \$t (not this package's copy)" >&2; kept=\$((kept + 1))
+    fi
 done < "\$here/MANIFEST"
-echo "pg_idgen $VERSION removed from \$lib and \$ext"
+echo "pg_idgen $VERSION removed from \$lib and \$ext (\$kept file(s) of another installation kept)"
 EOF
     chmod 755 "$D/install.sh" "$D/uninstall.sh"
     TGZ=$OUT/$NAME.tar.gz

@@ -4,6 +4,18 @@
 -- database updated by it has exactly the objects of a fresh 0.2.0 install (tests/upgrade/objects.sql).
 \echo Use "ALTER EXTENSION pg_idgen UPDATE TO '0.2.0'" to load this file. \quit
 
+-- 0. 0.2.0 refuses databases that are not UTF8 (text arguments are UTF-8 to the library); 0.1.0
+--    did not. Refused here as CREATE EXTENSION refuses it.
+DO $$
+BEGIN
+    IF pg_catalog.getdatabaseencoding() OPERATOR(pg_catalog.<>) 'UTF8' THEN
+        RAISE EXCEPTION 'pg_idgen 0.2.0 needs a UTF8 database; this one is %', pg_catalog.getdatabaseencoding()
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Keep pg_idgen 0.1.0 here, or move the data into a database created with ENCODING ''UTF8'' (TEMPLATE template0) and install 0.2.0 there.';
+    END IF;
+END
+$$;
+
 -- 1. The catalog trigger function is a plain V1 C function (a direct call gets 39P01, not an
 --    internal error) and not executable by PUBLIC (triggers fire regardless). Replaced first:
 --    the 0.2.0 library no longer has the 0.1.0 symbol (pg_idgen_catalog_changed_wrapper).
@@ -45,7 +57,27 @@ ALTER TABLE pg_idgen_segments
 
 -- 3. Each tag's backing sequence is OWNED BY pg_idgen_segments.seq, so that DROP EXTENSION drops
 --    it (in 0.1.0 it was left behind). The row trigger links a tag's sequence when its row is
---    inserted (segment_create, pg_restore); the UPDATE fires it for the tags that exist.
+--    inserted (segment_create, pg_restore); the UPDATE fires it for the tags that exist. A tag
+--    whose sequence was dropped by hand gets a WARNING (it fails at use already); a tag whose
+--    row names a relation that is not its pg_idgen_seg_<n> sequence stops the update, named.
+DO $$
+DECLARE
+    bad text;
+BEGIN
+    SELECT pg_catalog.string_agg(pg_catalog.format('%L (%s)', s.tag, c.relname), ', ') INTO bad
+      FROM pg_idgen_segments s
+      JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.seq::pg_catalog.oid
+      JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) 'pg_idgen_segments'::pg_catalog.regclass
+     WHERE c.relkind OPERATOR(pg_catalog.<>) 'S'
+        OR c.relnamespace OPERATOR(pg_catalog.<>) t.relnamespace
+        OR pg_catalog.left(c.relname::pg_catalog.text, 13) OPERATOR(pg_catalog.<>) 'pg_idgen_seg_';
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'pg_idgen 0.2.0: segment tags % are not backed by a pg_idgen_seg_<n> sequence of the extension''s schema', bad
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Their rows were edited by hand. Point each at its own sequence again (UPDATE pg_idgen_segments SET seq = ...), or delete the row (DELETE FROM pg_idgen_segments WHERE tag = ...: the tag is then gone, and a tag created anew with that name starts at its start again), then run ALTER EXTENSION pg_idgen UPDATE again.';
+    END IF;
+END
+$$;
 CREATE FUNCTION pg_idgen_segment_link() RETURNS trigger
     LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_segment_link';
 REVOKE ALL ON FUNCTION pg_idgen_segment_link() FROM PUBLIC;

@@ -66,7 +66,7 @@ pub extern "C-unwind" fn _PG_init() {
     // SAFETY: a flag PostgreSQL sets while it loads shared_preload_libraries.
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
     gucs::init(preloading);
-    catalog::init(&[layouts::invalidate, worker::invalidate]);
+    catalog::init(&[layouts::invalidate, worker::invalidate, segment::invalidate]);
     mask::init();
     if preloading {
         hooks::init();

@@ -107,13 +107,19 @@ pub fn extension_table(name: &CStr) -> pg_sys::Oid {
 }
 
 /// Calls `f` for every row of relation `relid` visible to a fresh snapshot (committed rows and
-/// this transaction's own), holding AccessShareLock on it during the scan.
-pub fn scan(relid: pg_sys::Oid, mut f: impl FnMut(&Row)) {
-    // SAFETY: the relation is opened and locked for the scan; the snapshot is registered for the
-    // scan's duration; rows are only used inside `f`. An ERROR in between is cleaned up by
-    // abort (resource owner: relation, snapshot, scan).
+/// this transaction's own), holding AccessShareLock on it during the scan. False if the
+/// relation does not exist (any more: its OID was looked up without a lock, and a DROP — of the
+/// extension, say — may have committed while this waited for the lock).
+pub fn scan(relid: pg_sys::Oid, mut f: impl FnMut(&Row)) -> bool {
+    // SAFETY: the relation is opened and locked for the scan (try_table_open: NULL if it is gone
+    // once the lock is granted); the snapshot is registered for the scan's duration; rows are
+    // only used inside `f`. An ERROR in between is cleaned up by abort (resource owner:
+    // relation, snapshot, scan).
     unsafe {
-        let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as i32);
+        let rel = pg_sys::try_table_open(relid, pg_sys::AccessShareLock as i32);
+        if rel.is_null() {
+            return false;
+        }
         let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
         let scan =
             pg_sys::systable_beginscan(rel, pg_sys::InvalidOid, false, snapshot, 0, std::ptr::null_mut());
@@ -128,11 +134,18 @@ pub fn scan(relid: pg_sys::Oid, mut f: impl FnMut(&Row)) {
         pg_sys::UnregisterSnapshot(snapshot);
         pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);
     }
+    true
 }
 
 /// Rows of the extension's table `name`.
 pub fn scan_extension_table(name: &CStr, f: impl FnMut(&Row)) {
-    scan(extension_table(name), f)
+    if !scan(extension_table(name), f) {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "extension \"pg_idgen\" was dropped by a concurrent transaction",
+            Some("Run CREATE EXTENSION pg_idgen (or wait for the restore that dropped it to finish), then retry."),
+        );
+    }
 }
 
 /// A sequence's `last_value` and `is_called`, read from the sequence relation itself (its one
@@ -145,6 +158,8 @@ pub fn sequence_state(seqoid: pg_sys::Oid) -> Option<(i64, bool)> {
         return None;
     }
     let mut state = None;
-    scan(seqoid, |row| state = row.i64("last_value").zip(row.bool("is_called")));
+    if !scan(seqoid, |row| state = row.i64("last_value").zip(row.bool("is_called"))) {
+        return None; // dropped while this waited for its lock
+    }
     state
 }

@@ -116,6 +116,15 @@ pub(super) fn segment_create(
             bad("target_interval must be positive", None);
         }
     }
+    // One segment_create at a time per database (until commit): the name of the backing
+    // sequence is chosen from what is visible, and two concurrent creates would pick the same.
+    // SAFETY: locks a relation by OID; released at transaction end.
+    unsafe {
+        pg_sys::LockRelationOid(
+            tables::extension_table(c"pg_idgen_segments"),
+            pg_sys::ShareRowExclusiveLock as i32,
+        )
+    };
     let mut exists = false;
     let mut count = 0i64;
     tables::scan_extension_table(c"pg_idgen_segments", |row| {

@@ -13,7 +13,9 @@
 //! sequences of existing tags. (`pg_upgrade` keeps the link: its schema dump writes it.)
 //!
 //! The trigger only ever links a sequence of the extension's schema named `pg_idgen_seg_<n>`
-//! that no other column owns, and only for a superuser (who alone writes the tags table).
+//! that no other column owns, no other tag uses and that a superuser or the table's owner owns,
+//! and only for a superuser (who alone writes the tags table). It also releases any
+//! shared-memory entry of a tag of the same name (see `pg_idgen_segment_link`).
 
 use std::ffi::CStr;
 
@@ -72,34 +74,70 @@ pub unsafe extern "C-unwind" fn pg_idgen_segment_link(fcinfo: pg_sys::FunctionCa
         }
         let mut isnull = false;
         let d = pg_sys::heap_getattr(row, attnum as i32, (*rel).rd_att, &mut isnull);
+        let tag_attnum = pg_sys::get_attnum(table, c"tag".as_ptr());
+        let mut tag_null = true;
+        let t = if tag_attnum > 0 {
+            pg_sys::heap_getattr(row, tag_attnum as i32, (*rel).rd_att, &mut tag_null)
+        } else {
+            pg_sys::Datum::from(0)
+        };
+        let tag = if tag_null {
+            String::new()
+        } else {
+            pgrx::text_to_rust_str(t.cast_mut_ptr()).unwrap_or("?").to_owned()
+        };
         if !isnull {
-            link(table, (*(*rel).rd_rel).relowner, attnum, pg_sys::Oid::from(d.value() as u32));
+            link(table, (*(*rel).rd_rel).relowner, attnum, pg_sys::Oid::from(d.value() as u32), &tag);
+        }
+        // A tag (re)appears: an entry of a tag of the same name that no longer exists may still
+        // sit in shared memory (after DROP EXTENSION, or pg_restore --clean, which run no
+        // segment_drop) — its values came from the dropped sequence and must not be served for
+        // this one. Released now, and again at commit (a backend may find the stale entry
+        // before this row is visible to it). segment_create's own insert lands here too.
+        if !tag.is_empty() {
+            let db = super::table::my_db();
+            super::claim::release(db, &tag);
+            pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || {
+                super::claim::release(db, &tag)
+            });
         }
         pg_sys::Datum::from(0)
     }
 }
 
 /// Makes `seq` owned by column `attnum` of `table` (whose owner is `table_owner`), giving it
-/// the table's owner first (`OWNED BY` requires one owner).
-fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::Oid) {
+/// the table's owner first (`OWNED BY` requires one owner). A sequence that does not exist is
+/// not an error here: a dump of a database whose tag lost its sequence (the owner of the
+/// extension's schema can drop it) must still restore every other tag; that tag already fails
+/// with 55000 at use, and a WARNING names it now.
+fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::Oid, tag: &str) {
     // SAFETY: superuser() reads the current user's role; lsyscache lookups return copies or
     // 0/NULL for a missing relation; sequenceIsOwned only reads pg_depend.
     unsafe {
         if !pg_sys::superuser() {
             raise(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                "permission denied to add a segment tag",
+                format!("permission denied to add segment tag \"{tag}\""),
                 Some("Segment tags are made by segment_create (superusers); their rows are restored by a superuser."),
             );
         }
+        let relkind = pg_sys::get_rel_relkind(seq);
+        if relkind == 0 {
+            pgrx::warning!(
+                "pg_idgen: the backing sequence (OID {}) of segment tag \"{tag}\" does not exist; the tag cannot be used until it is dropped (segment_drop) and created again above the values it handed out",
+                u32::from(seq)
+            );
+            return;
+        }
+        let rel_name = qualified_relation_name(seq).unwrap_or_else(|| u32::from(seq).to_string());
         let bad = |why: &str| -> ! {
             raise(
                 Code::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("relation {} cannot back a segment tag: {why}", u32::from(seq)),
-                Some("The backing sequence of a tag is created by segment_create: pg_idgen_seg_<n> in the extension's schema."),
+                format!("relation {rel_name} cannot back segment tag \"{tag}\": {why}"),
+                Some("The backing sequence of a tag is created by segment_create: pg_idgen_seg_<n> in the extension's schema, one per tag."),
             )
         };
-        if pg_sys::get_rel_relkind(seq) != pg_sys::RELKIND_SEQUENCE as std::ffi::c_char {
+        if relkind != pg_sys::RELKIND_SEQUENCE as std::ffi::c_char {
             bad("it is not a sequence");
         }
         if pg_sys::get_rel_namespace(seq) != pg_sys::get_rel_namespace(table) {
@@ -109,17 +147,36 @@ fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::
         if name.is_null() || !CStr::from_ptr(name).to_bytes().starts_with(b"pg_idgen_seg_") {
             bad("its name does not start with pg_idgen_seg_");
         }
+        // (The scan's fresh snapshot does not show this statement's own row: any row with
+        // this sequence and another tag is another tag.)
+        let mut other = false;
+        crate::tables::scan(table, |row| {
+            other |= row.oid("seq") == Some(seq) && row.text("tag").as_deref() != Some(tag)
+        });
+        if other {
+            bad("another tag uses it");
+        }
         let (mut owner_table, mut owner_col) = (pg_sys::InvalidOid, 0i32);
-        if pg_sys::sequenceIsOwned(seq, pg_sys::DependencyType::DEPENDENCY_AUTO as std::ffi::c_char, &mut owner_table, &mut owner_col)
-        {
-            if owner_table == table && owner_col == attnum as i32 {
-                return; // already linked
-            }
+        let owned = pg_sys::sequenceIsOwned(
+            seq,
+            pg_sys::DependencyType::DEPENDENCY_AUTO as std::ffi::c_char,
+            &mut owner_table,
+            &mut owner_col,
+        );
+        if owned && !(owner_table == table && owner_col == attnum as i32) {
             bad("another column owns it");
         }
         let seq_rel = pg_sys::relation_open(seq, pg_sys::AccessShareLock as i32);
         let seq_owner = (*(*seq_rel).rd_rel).relowner;
         pg_sys::relation_close(seq_rel, pg_sys::AccessShareLock as i32);
+        // A sequence some other role made (the owner of a shared schema can create one with a
+        // pg_idgen_seg_ name) is not adopted: only the table's owner's or a superuser's.
+        if seq_owner != table_owner && !pg_sys::superuser_arg(seq_owner) {
+            bad("it belongs to a role that is neither a superuser nor the owner of pg_idgen_segments");
+        }
+        if owned {
+            return; // already linked
+        }
 
         // Every name is built in Rust from the catalog, by OID, and quoted.
         let (Some(seq_name), Some(table_name)) = (qualified_relation_name(seq), qualified_relation_name(table))

@@ -33,20 +33,30 @@ pub(super) fn find_or_claim(tag: &str) -> Found {
     // SAFETY: `h` is the live header; capacity never changes after startup.
     let cap = unsafe { (*h).capacity };
     for _attempt in 0..3 {
-        {
+        let found = {
             // Identity fields change only under the table lock held exclusively: shared suffices.
             let _t = Held::table_shared();
-            let found = (0..cap).find_map(|i| {
+            (0..cap).find_map(|i| {
                 let e = entry_ptr(i);
                 // SAFETY: identity fields are read under the table lock (see the protocol).
-                unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation)) }
-            });
-            if let Some((idx, gen)) = found {
+                unsafe { entry_matches(e, db, tag.as_bytes()).then(|| (i, (*e).generation, (*e).seqoid)) }
+            })
+        };
+        // Read the catalog with no LWLock held. An entry found above must belong to the tag
+        // the catalog has now: after DROP EXTENSION (which runs no segment_drop) and a new
+        // CREATE EXTENSION, or pg_restore --clean, an entry of the dropped tag may still be
+        // there, with values reserved from a sequence that no longer exists — serving them would
+        // hand out numbers the re-created tag hands out again.
+        let cfg = read_config(tag);
+        if let Some((idx, gen, seqoid)) = found {
+            if cfg.as_ref().is_some_and(|c| c.seqoid == seqoid && !c.uncommitted) {
                 return Found::Shared(idx, gen);
             }
+            release_claim(idx, gen); // a dropped tag's entry: never used again
+            continue;
         }
-        // Not in shared memory yet: read the catalog with no LWLock held.
-        let Some(cfg) = read_config(tag) else { unknown_tag(tag) };
+        // Not in shared memory yet.
+        let Some(cfg) = cfg else { unknown_tag(tag) };
         if cfg.uncommitted {
             // Created by this transaction: no shared entry until it commits (a rolled-back
             // savepoint or prepared transaction would leave one behind for a tag that does not
@@ -72,6 +82,11 @@ pub(super) fn find_or_claim(tag: &str) -> Found {
             return Found::Shared(idx, gen);
         }
         release_claim(idx, gen);
+        // Not a concurrent drop if the row is still there, unchanged: its sequence was dropped
+        // by hand (the owner of the extension's schema can), or never restored.
+        if read_config(tag).is_some_and(|c| c.seqoid == cfg.seqoid) {
+            super::admin::missing_sequence(cfg.seqoid);
+        }
     }
     raise(
         Code::ERRCODE_OBJECT_IN_USE,

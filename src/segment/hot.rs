@@ -88,6 +88,19 @@ pub(super) fn cache_put(tag: &[u8], idx: usize, gen: u64) {
     c.gen = gen;
 }
 
+/// Forgets every cached (tag, entry) pair: called on every relcache invalidation (the catalog
+/// callback), which DROP EXTENSION and a restore of the tags send, so that the next call finds
+/// its entry again through `claim::find_or_claim`, which checks it against the catalog.
+#[allow(clippy::deref_addrof)]
+pub fn invalidate() {
+    // SAFETY: as in `cache_get`; the callback runs in this backend, between statements or inside
+    // a catalog access, never while `segment_next` holds a reference into the cache.
+    let cache = unsafe { &mut *(&raw mut CACHE) };
+    for c in cache.iter_mut() {
+        c.len = usize::MAX;
+    }
+}
+
 /// The bytes of a text argument without copying; detoasts only when it must (a TOAST pointer
 /// or compressed inline data: `VARATT_IS_EXTENDED` less the short-header case).
 pub(super) unsafe fn text_bytes<'a>(d: pg_sys::Datum) -> &'a [u8] {

@@ -28,4 +28,5 @@ mod reserve;
 mod status;
 mod table;
 
+pub use hot::invalidate;
 pub use table::{attach_shmem, request_shmem};

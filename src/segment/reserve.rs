@@ -283,9 +283,11 @@ pub(super) fn overflow_oid(seqoid: pg_sys::Oid) -> ! {
 
 thread_local! {
     /// Values of tags created by the current transaction, reserved by this backend alone (no
-    /// other backend can see the tag before commit), by tag. Emptied at the end of the
-    /// transaction: what is left becomes a gap, as a restart's cached remainder does.
-    static PRIVATE: std::cell::RefCell<std::collections::HashMap<String, Buffers>> =
+    /// other backend can see the tag before commit), by tag and backing sequence (a tag dropped
+    /// and created again in the same transaction has a new sequence, and must not be served what
+    /// the first one reserved). Emptied at the end of the transaction: what is left becomes a
+    /// gap, as a restart's cached remainder does.
+    static PRIVATE: std::cell::RefCell<std::collections::HashMap<(String, u32), Buffers>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
@@ -293,7 +295,8 @@ thread_local! {
 /// reserved durably from its sequence like any segment, held in this backend's memory.
 pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
     loop {
-        let taken = PRIVATE.with(|p| p.borrow_mut().get_mut(tag).map(Buffers::take));
+        let key = (tag.to_string(), u32::from(cfg.seqoid));
+        let taken = PRIVATE.with(|p| p.borrow_mut().get_mut(&key).map(Buffers::take));
         match taken {
             Some(Take::Value { value, .. }) => return value,
             Some(Take::Empty) => {}
@@ -301,7 +304,7 @@ pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
                 let first = PRIVATE.with(|p| {
                     let mut p = p.borrow_mut();
                     let first = p.is_empty();
-                    p.insert(tag.to_string(), Buffers::default());
+                    p.insert(key.clone(), Buffers::default());
                     first
                 });
                 if first {
@@ -315,6 +318,6 @@ pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
         }
         let seg =
             reserve(cfg.seqoid, cfg.unit, cfg.stride, cfg.mult).unwrap_or_else(|| overflow_oid(cfg.seqoid));
-        PRIVATE.with(|p| p.borrow_mut().get_mut(tag).map(|b| b.install(seg)));
+        PRIVATE.with(|p| p.borrow_mut().get_mut(&key).map(|b| b.install(seg)));
     }
 }

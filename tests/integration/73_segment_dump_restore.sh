@@ -2,7 +2,8 @@
 # 73_segment_dump_restore: pg_dump of a database using segment tags, pg_restore into a fresh
 # database (same instance, and a second instance): the tags and their backing sequences come
 # back (pg_idgen_segments is a pg_extension_config_dump table; the sequences are dumped with
-# their current value), and values continue above everything dumped.
+# their current value), and values continue above everything dumped; pg_restore --clean into the
+# same database never serves values cached for the dropped tag.
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
@@ -60,4 +61,19 @@ done
 # the shared table is keyed by (database, tag): the original database's "inv" was not disturbed
 # by the restored copy's "inv" on the same instance (YugabyteDB TA-22935)
 check "the original database's tag continues its own sequence" "$(q "$C" "SELECT segment_next('inv')")" -eq $((seen_inv + 1))
+
+# pg_restore --clean into the same database (roll it back to the dump) while a backend keeps the
+# tag's segment cached in shared memory: DROP EXTENSION ran no segment_drop, so that entry still
+# holds values of the dropped sequence; the restored tag must never serve them (review: values
+# came out twice), only values of the restored sequence, each once.
+q "$C" "SELECT segment_next('inv') FROM generate_series(1, 200)" >/dev/null   # past the dump: segments cached above it
+cached=$(q "$C" "SELECT cursor FROM segment_status WHERE tag = 'inv'")
+"$PGBIN/pg_restore" -h "$SOCK" -p "$PORT" -U postgres --clean --if-exists -d postgres "$TMP/db.dump" 2>"$TMP/clean.err" \
+    || { ko "pg_restore --clean: $(head -5 "$TMP/clean.err")"; }
+q "$C" "CREATE TABLE after_clean (v bigint)" "INSERT INTO after_clean SELECT segment_next('inv') FROM generate_series(1, 250)" >/dev/null
+check "after pg_restore --clean: 250 values, all distinct" "$(q "$C" "SELECT count(DISTINCT v) FROM after_clean")" -eq 250
+check "after pg_restore --clean: values increase in the order handed out (none from the old cache)" \
+    "$(q "$C" "SELECT count(*) FROM (SELECT v < lag(v) OVER (ORDER BY ctid) AS down FROM after_clean) s WHERE down")" -eq 0
+check "after pg_restore --clean: values come from the restored sequence, above what was dumped (cache was at $cached)" \
+    "$(q "$C" "SELECT min(v) > $max_inv FROM after_clean")" == t
 finish

@@ -7,6 +7,7 @@
 #     that transaction ends, as a changed setting applies from the next session.)
 #  B. uid_layout_drop + re-register with other widths while such a session holds a snapshot: it
 #     decodes with the new layout.
+#  C. DROP EXTENSION commits while a session waits to read the extension's table: 55000.
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
@@ -39,4 +40,19 @@ check "A: inside the old snapshot, ids carry the new worker id" "$(val in_tx)" -
 check "A: and after the transaction" "$(val after)" -eq 5
 check "B: a fresh session decodes with the new layout (12 worker bits: 4096 -> worker 4)" "$(q "$C" "SELECT worker_id FROM uid_decode(4096, 'cust')")" -eq 4
 check "B: inside the old snapshot, the re-registered layout is used (12 worker bits -> worker 4)" "$(val decode_in_tx)" -eq 4
+
+# C. DROP EXTENSION commits while another session, which looked the extension's table up
+#    before, waits for its lock: a clear 55000, not "could not open relation with OID" (XX000).
+q "$C" "SELECT segment_create('c', 10)" >/dev/null
+"$CLUSTER" psql "$C" -At -c "BEGIN" -c "SET client_min_messages = warning" -c "DROP EXTENSION pg_idgen" \
+    -c "SELECT pg_sleep(3)" -c "COMMIT" >/dev/null 2>&1 &
+BG_PIDS+=($!)
+for _ in $(seq 1 200); do
+    [ "$(q "$C" "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'pg_idgen_segments' AND l.mode = 'AccessExclusiveLock' AND l.granted")" = 1 ] && break
+    sleep 0.05
+done
+expect_sql_error "$C" 55000 "dropped by a concurrent transaction" "SELECT segment_next('c')"
+wait "${BG_PIDS[@]}" 2>/dev/null || true
+BG_PIDS=()
+check "C: the extension is gone afterwards" "$(q "$C" "SELECT count(*) FROM pg_extension WHERE extname = 'pg_idgen'")" -eq 0
 finish

@@ -13,9 +13,10 @@
 #     * apt-get remove, then purge: not one file of the package is left (dpkg -L list and a search
 #       for pg_idgen* in the library and extension directories), dpkg knows nothing of it.
 #   Other servers (PyPI builds of 16-18): pg_idgen-<v>-pgNN-linux-<arch>.tar.gz
-#     * the archive's MANIFEST lists exactly its lib/ and extension/ files; install.sh refuses
-#       another major; install.sh into PG_CONFIG's directories; the same cluster checks;
-#       uninstall.sh leaves no pg_idgen file.
+#     * the archive's MANIFEST lists exactly its lib/ and extension/ files with their MD5s;
+#       install.sh and uninstall.sh refuse another major; install.sh into PG_CONFIG's
+#       directories; the same cluster checks; uninstall.sh removes every file of the package
+#       and keeps one that another installation changed.
 #   Both: META.json and CHANGELOG.md name the version of Cargo.toml.
 # At exit the test build is installed again (make install-test PG=NN): later layers use it.
 set -euo pipefail
@@ -95,10 +96,10 @@ else
     [ -f "$TGZ" ] || { ko "$TGZ not found (make package PG=$MAJOR)"; finish; }
     tar -C "$TMP" -xzf "$TGZ"
     T=$TMP/pg_idgen-$VERSION-pg$MAJOR-linux-$ARCH
-    check "tarball: MANIFEST lists exactly the lib/ and extension/ files" \
-        "$(cd "$T" && find lib extension -type f | sort | diff - MANIFEST >/dev/null && echo same)" == same
+    check "tarball: MANIFEST lists exactly the lib/ and extension/ files, with their MD5s" \
+        "$(cd "$T" && find lib extension -type f | sort | diff - <(awk '{ print $2 }' MANIFEST) >/dev/null && md5sum --quiet -c MANIFEST && echo same)" == same
     check "tarball: the scripts of this version and the upgrade from 0.1.0" \
-        "$(grep -c -e "^extension/pg_idgen--$VERSION.sql$" -e '^extension/pg_idgen--0.1.0--0.2.0.sql$' -e '^extension/pg_idgen.control$' -e '^lib/pg_idgen.so$' "$T/MANIFEST")" -eq 4
+        "$(awk '{ print $2 }' "$T/MANIFEST" | grep -c -e "^extension/pg_idgen--$VERSION.sql$" -e '^extension/pg_idgen--0.1.0--0.2.0.sql$' -e '^extension/pg_idgen.control$' -e '^lib/pg_idgen.so$')" -eq 4
     other=$(pg_config_for 15)
     if [ -x "$other" ] && [ "$MAJOR" != 15 ]; then
         if out=$(PG_CONFIG=$other "$T/install.sh" 2>&1); then ko "install.sh installed into PostgreSQL 15: $out"; else check_match "install.sh refuses another major" "$out" "for PostgreSQL $MAJOR"; fi
@@ -107,7 +108,14 @@ else
     if out=$(PG_CONFIG=$PG_CONFIG "$T/install.sh" 2>&1); then ok "install.sh: $out"; else ko "install.sh: $out"; finish; fi
     check "installed: exactly the MANIFEST's files" "$(our_files | wc -l)" -eq "$(wc -l < "$T/MANIFEST")"
     use_it
+    if [ -x "$other" ] && [ "$MAJOR" != 15 ]; then
+        if out=$(PG_CONFIG=$other "$T/uninstall.sh" 2>&1); then ko "uninstall.sh ran against PostgreSQL 15: $out"; else check_match "uninstall.sh refuses another major" "$out" "for PostgreSQL $MAJOR"; fi
+    fi
+    # a file that is not this package's copy (another build put there) is kept
+    printf '\n-- changed by another installation\n' >> "$EXTDIR/pg_idgen.control"
     if out=$(PG_CONFIG=$PG_CONFIG "$T/uninstall.sh" 2>&1); then ok "uninstall.sh: $out"; else ko "uninstall.sh: $out"; fi
-    check "after uninstall.sh: no pg_idgen file in the library and extension directories" "$(our_files | wc -l)" -eq 0
+    check_match "uninstall.sh keeps a file that is not its own copy" "$out" "kept .*pg_idgen.control"
+    check "after uninstall.sh: only that file is left" "$(our_files)" == "$EXTDIR/pg_idgen.control"
+    rm -f "$EXTDIR/pg_idgen.control"
 fi
 finish

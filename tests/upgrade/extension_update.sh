@@ -17,7 +17,9 @@
 #  3. Before the update: every 0.1.0 function called with valid arguments either works or gives
 #     the version-mismatch error (55000, with the ALTER EXTENSION hint); the server never crashes
 #     (same postmaster start time, no "terminated by signal" in the log).
-#  4. ALTER EXTENSION pg_idgen UPDATE: the objects (tests/upgrade/objects.sql: members, function
+#  4. ALTER EXTENSION pg_idgen UPDATE — refused in a SQL_ASCII database (0A000) and where a tag's
+#     row names a relation that is not its sequence (22023, the tag named), a WARNING naming a
+#     tag whose sequence was dropped by hand — and in database app: the objects (tests/upgrade/objects.sql: members, function
 #     attributes, columns, constraints, indexes, triggers, views, grants, comments, config
 #     tables) equal a fresh install's; rows, the worker id, the layout and the tags' settings
 #     are kept; the tags' sequences are now owned by pg_idgen_segments.seq; new ids and values
@@ -95,6 +97,14 @@ db "$OLD" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
     "INSERT INTO strided (n) SELECT g FROM generate_series(1, 1000) g" \
     "INSERT INTO adaptive (n) SELECT g FROM generate_series(1, 1000) g" \
     "CREATE TABLE stream (id bigint PRIMARY KEY DEFAULT snowflake_next(), n int UNIQUE NOT NULL)" >/dev/null
+# databases the update must refuse, or warn about, with the tags named
+q "$OLD" "CREATE DATABASE ascii ENCODING 'SQL_ASCII' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'" \
+      "CREATE DATABASE edited" "CREATE DATABASE dangling" >/dev/null
+qdb "$OLD" ascii "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
+qdb "$OLD" edited "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" "SELECT segment_create('e', 10)" \
+    "CREATE TABLE not_a_sequence (x int)" "UPDATE pg_idgen_segments SET seq = 'not_a_sequence'::regclass" >/dev/null
+qdb "$OLD" dangling "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" "SELECT segment_create('a', 10)" \
+    "SELECT segment_create('b', 10)" "DROP SEQUENCE pg_idgen_seg_2" >/dev/null
 check "old: extension version" "$(db "$OLD" "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
 check "old: 5000 ids of worker 7" "$(db "$OLD" "SELECT count(*) FROM orders, uid_decode(orders.id) d WHERE d.worker_id = 7")" -eq 5000
 old_max=$(db "$OLD" "SELECT max(id) FROM orders")
@@ -172,6 +182,13 @@ check "the mismatch changed nothing: tags as before" "$(db "$NEW" "$tags_sql")" 
 # ---------------------------------------------------------------- 4. ALTER EXTENSION UPDATE
 if out=$(db "$NEW" "ALTER EXTENSION pg_idgen UPDATE" 2>&1); then ok "ALTER EXTENSION pg_idgen UPDATE: $out"; else ko "ALTER EXTENSION pg_idgen UPDATE: $out"; finish; fi
 check "after the update: version" "$(db "$NEW" "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION"
+expect_sql_error "$NEW" 0A000 "needs a UTF8 database" "\\c ascii" "ALTER EXTENSION pg_idgen UPDATE"
+check "a SQL_ASCII database stays at $OLD_VERSION" "$(qdb "$NEW" ascii "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
+expect_sql_error "$NEW" 22023 "segment tags 'e' \\(not_a_sequence\\) are not backed by a pg_idgen_seg_<n> sequence" "\\c edited" "ALTER EXTENSION pg_idgen UPDATE"
+out=$(qdb "$NEW" dangling "ALTER EXTENSION pg_idgen UPDATE" 2>&1) || true
+check_match "a tag whose sequence was dropped by hand: the update warns, naming it" "$out" 'WARNING: +pg_idgen: the backing sequence \(OID [0-9]+\) of segment tag "b" does not exist'
+check "... and the update is done, the other tag linked" \
+    "$(qdb "$NEW" dangling "SELECT extversion || ' ' || (SELECT count(*) FROM pg_depend d JOIN pg_idgen_segments s ON d.objid = s.seq WHERE d.deptype = 'a') FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION 1"
 q "$NEW" "CREATE DATABASE fresh" >/dev/null
 qdb "$NEW" fresh "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 objects() { "$CLUSTER" psql "$NEW" -d "$1" -XAt -f "$ROOT/tests/upgrade/objects.sql"; }

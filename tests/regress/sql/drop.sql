@@ -45,6 +45,13 @@ BEGIN
     COMMIT;
 END
 $$;
+CREATE FUNCTION regress_sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'ok';
+EXCEPTION WHEN others THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
 CREATE TABLE regress_before (o text);
 INSERT INTO regress_before SELECT o FROM regress_objects() o;
 CALL regress_cycle(1);
@@ -55,6 +62,34 @@ SELECT 'left behind' AS what, o FROM (SELECT o FROM regress_objects() o EXCEPT S
 UNION ALL
 SELECT 'missing', o FROM (SELECT o FROM regress_before EXCEPT SELECT o FROM regress_objects() o) s
 ORDER BY 1, 2;
+-- a tag dropped with the extension and created again in the same transaction is not served
+-- what the first one reserved
+BEGIN;
+CREATE EXTENSION pg_idgen;
+SELECT segment_create('same_xact', 10);
+SELECT segment_next('same_xact');
+DROP EXTENSION pg_idgen;
+CREATE EXTENSION pg_idgen;
+SELECT segment_create('same_xact', 10, start => 1000);
+SELECT string_agg(segment_next('same_xact')::text, ',') FROM generate_series(1, 3) AS recreated;
+COMMIT;
+-- rows as pg_restore loads them: a tag whose sequence is gone (its owner dropped it) gets a
+-- WARNING and the others are still linked; a sequence another role made, or one another tag
+-- uses, is refused with the tag named
+SELECT segment_create('kept', 10);
+INSERT INTO pg_idgen_segments (tag, seq, step, unit, start) VALUES ('lost', 4000000000::oid::regclass, 10, 10, 1);
+SELECT regress_sqlstate_of($$SELECT segment_next('lost')$$) AS lost;
+CREATE ROLE regress_drop_intruder;
+CREATE SEQUENCE pg_idgen_seg_99;
+ALTER SEQUENCE pg_idgen_seg_99 OWNER TO regress_drop_intruder;
+INSERT INTO pg_idgen_segments (tag, seq, step, unit, start) VALUES ('adopt', 'pg_idgen_seg_99', 10, 10, 1);
+INSERT INTO pg_idgen_segments (tag, seq, step, unit, start)
+    SELECT 'twin', seq, step, unit, start FROM pg_idgen_segments WHERE tag = 'kept';
+DROP SEQUENCE pg_idgen_seg_99;
+DROP ROLE regress_drop_intruder;
+SELECT tag, (SELECT count(*) FROM pg_depend d WHERE d.objid = s.seq AND d.deptype = 'a') AS owned
+  FROM pg_idgen_segments s ORDER BY tag;
+DROP EXTENSION pg_idgen;
 -- refused while a table's DEFAULT uses it, with what depends on it and the way out
 CREATE EXTENSION pg_idgen;
 SELECT segment_create('refuse', 10);
