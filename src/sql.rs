@@ -15,6 +15,7 @@ extension_sql_file!(
     name = "worker",
     requires = ["layouts", worker::set_worker_id, worker::clear_worker_id]
 );
+extension_sql_file!("../sql/decode.sql", name = "decode");
 extension_sql_file!(
     "../sql/snowflake.sql",
     name = "snowflake",

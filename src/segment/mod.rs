@@ -26,4 +26,5 @@ mod reserve;
 mod status;
 mod table;
 
+pub(crate) use hot::text_bytes;
 pub use table::{attach_shmem, request_shmem};
