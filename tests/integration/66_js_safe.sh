@@ -50,6 +50,8 @@ check "uid_compose inverts uid_decode for every id" \
     "$(q js "SELECT count(*) FROM ids, uid_decode(id) d WHERE uid_compose(d.ts, d.worker_id, d.sequence) = id")" -eq 100000
 check "the largest id, read as a double (as JSON.parse does), is exact" \
     "$(q js "SELECT count(*) FROM ids WHERE id::float8::numeric <> id::numeric")" -eq 0
+check "snowflake_next_text() is a decimal JS-safe id of worker 37" \
+    "$(q js "SELECT t ~ '^[1-9][0-9]*\$' AND t::bigint <= $JS_MAX AND (uid_decode(t::bigint)).worker_id = 37 FROM snowflake_next_text() t")" == t
 expect_sql_error js 22023 'does not fit the 6 worker bits' "SET pg_idgen.worker_id = 64"
 "$CLUSTER" stop js fast >/dev/null
 
@@ -100,6 +102,7 @@ expect_sql_error short 22003 'time field is exhausted' "SELECT snowflake_next()"
 # past the end: every call fails, decode/compose beyond the field fail, also after a restart
 offset "+$(( (END_MS - $(date +%s%3N)) / 1000 + 60 ))s"
 expect_sql_error short 22003 'time field is exhausted' "SELECT snowflake_next()"
+expect_sql_error short 22003 'time field is exhausted' "SELECT snowflake_next_text()"
 expect_sql_error short 22003 'outside the time range' "SELECT uid_compose(clock_timestamp(), 9, 0)"
 expect_sql_error short 22003 'outside the time range' "SELECT snowflake_at(clock_timestamp())"
 expect_sql_error short 22023 'has bits set above' "SELECT uid_decode($((MAX32 + 1)))"

@@ -81,6 +81,7 @@ CREATE OPERATOR mallory.> (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = mallo
 SET client_min_messages = warning;
 SET search_path = mallory, pg_catalog, public;
 SELECT snowflake_next() > 0 AS generated;
+SELECT snowflake_next_text()::bigint > 0 AS generated_text;
 SELECT count(*) > 0 AS has_stats FROM snowflake_stats();
 SELECT name FROM snowflake_layout();
 SELECT worker_id, source FROM snowflake_worker();

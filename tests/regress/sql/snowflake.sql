@@ -147,3 +147,19 @@ INSERT INTO dec_ins (v) VALUES (1), (2) RETURNING v, (uid_decode(id)).worker_id,
 INSERT INTO dec_ins (id, v) VALUES (uid_compose('2026-07-01Z', 3, 4), 3) RETURNING (uid_decode(id)).*;
 SELECT v, (uid_decode(id)).* FROM dec_ins WHERE v = 3;
 DROP TABLE dec_t, dec_ins;
+-- snowflake_next_text(): the next id as decimal text (for JSON payloads), the same generator
+SELECT snowflake_next() AS before_text \gset
+SELECT snowflake_next_text() AS id_text \gset
+SELECT :'id_text' ~ '^[1-9][0-9]{0,18}$' AS decimal_text,
+       :'id_text'::bigint > :before_text AS after_the_previous_id,
+       (uid_decode(:'id_text'::bigint)).worker_id AS worker_id,
+       pg_typeof(snowflake_next_text()) AS type;
+SELECT json_build_object('id', snowflake_next_text())::text ~ '^\{"id" : "[1-9][0-9]*"\}$' AS json_string;
+SELECT p.provolatile, p.proparallel, p.proisstrict FROM pg_proc p WHERE p.proname = 'snowflake_next_text';
+-- a literal without an offset is read in the session's TimeZone (README: give instants with an
+-- offset): in Europe/Berlin '2026-11-01' is 2026-10-31 23:00 UTC; with the offset it is not
+SET TimeZone = 'Europe/Berlin';
+SELECT snowflake_at('2026-11-01') = snowflake_at('2026-10-31 23:00+00') AS naive_is_berlin_midnight,
+       snowflake_at('2026-11-01 00:00+00') = snowflake_at('2026-11-01T00:00:00Z') AS offset_is_utc,
+       snowflake_at('2026-11-01') <> snowflake_at('2026-11-01 00:00+00') AS they_differ;
+RESET TimeZone;
