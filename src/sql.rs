@@ -49,3 +49,4 @@ extension_sql_file!(
         mask::admin::uid_mask_key_drop
     ]
 );
+extension_sql_file!("../sql/migrate.sql", name = "migrate", requires = ["segment"]);
