@@ -200,6 +200,40 @@ pub unsafe extern "C-unwind" fn pg_idgen_uid_decode_layout(
     }
 }
 
+/// The 0.1.0 form of `uid_decode(id bigint)`: a set-returning function of symbol
+/// `uid_decode_wrapper`. No SQL is generated for it (`sql = false`); the symbol stays so that a
+/// database still on extension version 0.1.0 keeps decoding with this library until
+/// `ALTER EXTENSION pg_idgen UPDATE` replaces the function by the `uid_parts` form.
+#[pg_extern(sql = false, immutable, parallel_safe, strict)]
+fn uid_decode(
+    id: i64,
+) -> TableIterator<'static, (name!(ts, TimestampWithTimeZone), name!(worker_id, i32), name!(sequence, i32))> {
+    let d = decoded(gucs::layout(), id);
+    TableIterator::once((d.ts, d.worker, d.sequence))
+}
+
+/// The 0.1.0 form of `uid_decode(id bigint, layout text)` (symbol `uid_decode_layout_wrapper`),
+/// kept as [`uid_decode`] is.
+#[pg_extern(sql = false, stable, parallel_safe, strict)]
+#[allow(clippy::type_complexity)]
+fn uid_decode_layout(
+    id: i64,
+    layout: &str,
+) -> TableIterator<
+    'static,
+    (
+        name!(ts, TimestampWithTimeZone),
+        name!(worker_id, i32),
+        name!(sequence, i32),
+        name!(worker_high, Option<i32>),
+        name!(worker_low, Option<i32>),
+    ),
+> {
+    let d = decoded(&resolve(layout), id);
+    let (high, low) = d.split.unzip();
+    TableIterator::once((d.ts, d.worker, d.sequence, high, low))
+}
+
 /// The smallest id of the server's layout whose time is `ts` (and whose worker is `worker_id`,
 /// 0 if omitted): a bound for range scans, `WHERE id >= snowflake_at(now() - interval '1 day')`.
 /// A NULL `worker_id` means 0. IMMUTABLE, as `uid_decode(id)`: constant-folded at planning,

@@ -163,3 +163,14 @@ SELECT snowflake_at('2026-11-01') = snowflake_at('2026-10-31 23:00+00') AS naive
        snowflake_at('2026-11-01 00:00+00') = snowflake_at('2026-11-01T00:00:00Z') AS offset_is_utc,
        snowflake_at('2026-11-01') <> snowflake_at('2026-11-01 00:00+00') AS they_differ;
 RESET TimeZone;
+-- the library keeps the 0.1.0 symbols of uid_decode (set-returning, no SQL generated for them):
+-- a database still on version 0.1.0 decodes until ALTER EXTENSION pg_idgen UPDATE
+CREATE FUNCTION regress_decode_010(id bigint) RETURNS TABLE (ts timestamptz, worker_id int, sequence int)
+    IMMUTABLE STRICT LANGUAGE c AS '$libdir/pg_idgen', 'uid_decode_wrapper';
+CREATE FUNCTION regress_decode_010(id bigint, layout text)
+    RETURNS TABLE (ts timestamptz, worker_id int, sequence int, worker_high int, worker_low int)
+    STABLE STRICT LANGUAGE c AS '$libdir/pg_idgen', 'uid_decode_layout_wrapper';
+SELECT * FROM regress_decode_010(117809695279812608);
+SELECT * FROM regress_decode_010(uid_compose('2023-05-01 10:00:00.123+00', (3 << 5) | 17, 99, 'twitter'), 'twitter');
+SELECT regress_sqlstate_of($$SELECT * FROM regress_decode_010(-1)$$);
+DROP FUNCTION regress_decode_010(bigint), regress_decode_010(bigint, text);
