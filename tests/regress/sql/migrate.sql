@@ -110,6 +110,16 @@ SELECT * FROM uid_migrate_key('m_orders', 'no', generator => 'segment', tag => '
 INSERT INTO m_orders DEFAULT VALUES RETURNING no;
 SELECT segment_drop('m_invoice_no'), segment_drop('m_used');
 
+-- identifiers that need quoting (a schema, table, column and tag with spaces, quotes, capitals)
+CREATE SCHEMA "Odd ""Schema""";
+CREATE TABLE "Odd ""Schema"""."Order Lines" ("Line Id" bigserial PRIMARY KEY, "Parent" bigint REFERENCES "Odd ""Schema"""."Order Lines");
+INSERT INTO "Odd ""Schema"""."Order Lines" ("Parent") VALUES (NULL), (1);
+SELECT * FROM uid_migrate_key('"Odd ""Schema"""."Order Lines"', 'Line Id', dry_run => true);
+SELECT * FROM uid_migrate_key('"Odd ""Schema"""."Order Lines"', 'Line Id', generator => 'segment', tag => 'it''s; DROP TABLE x');
+INSERT INTO "Odd ""Schema"""."Order Lines" ("Parent") VALUES (2) RETURNING "Line Id", "Parent";
+SELECT segment_drop('it''s; DROP TABLE x');
+DROP SCHEMA "Odd ""Schema""" CASCADE;
+
 -- argument errors and NULL in every position
 SELECT regress_sqlstate_of($$SELECT * FROM uid_migrate_key('m_big', 'id', generator => 'uuid')$$);
 SELECT regress_sqlstate_of($$SELECT * FROM uid_migrate_key('m_big', 'id', generator => 'segment')$$);
