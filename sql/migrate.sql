@@ -309,6 +309,10 @@ BEGIN
             RAISE EXCEPTION 'sequence % is also used by: %', v_seqname, v_list
                 USING ERRCODE = '2BP01', HINT = 'Pass drop_sequence => false to keep it.';
         END IF;
+        IF NOT pg_catalog.pg_has_role(CURRENT_USER, (SELECT s.relowner FROM pg_catalog.pg_class s WHERE s.oid OPERATOR(pg_catalog.=) v_seq), 'USAGE') THEN
+            RAISE EXCEPTION 'must be owner of sequence % to drop it', v_seqname
+                USING ERRCODE = '42501', HINT = 'Pass drop_sequence => false to keep it.';
+        END IF;
         v_stmts := v_stmts OPERATOR(pg_catalog.||) pg_catalog.format('DROP SEQUENCE %s;', v_seqname);
     END IF;
 

@@ -146,6 +146,20 @@ GRANT SELECT, UPDATE ON m_big TO regress_migrator;
 SET ROLE regress_migrator;
 SELECT regress_sqlstate_of($$SELECT * FROM uid_migrate_key('m_big', 'id', dry_run => true)$$);
 RESET ROLE;
+-- an owner of the table who does not own the sequence of its nextval() default: dropping the
+-- sequence is refused, keeping it works
+CREATE SEQUENCE m_foreign_seq;
+CREATE TABLE m_owned (id bigint PRIMARY KEY DEFAULT nextval('m_foreign_seq'));
+INSERT INTO m_owned DEFAULT VALUES;
+ALTER TABLE m_owned OWNER TO regress_migrator;
+GRANT USAGE ON SEQUENCE m_foreign_seq TO regress_migrator;
+SET ROLE regress_migrator;
+SELECT regress_sqlstate_of($$SELECT * FROM uid_migrate_key('m_owned', 'id')$$);
+SELECT * FROM uid_migrate_key('m_owned', 'id', drop_sequence => false);
+RESET ROLE;
+DROP TABLE m_owned;
+REVOKE ALL ON SEQUENCE m_foreign_seq FROM regress_migrator;
+DROP SEQUENCE m_foreign_seq;
 -- the attributes: caller's rights, pinned search_path, not STRICT (every NULL is checked)
 SELECT p.prosecdef, p.proisstrict, p.provolatile, p.proparallel, p.proretset, p.proconfig
   FROM pg_proc p WHERE p.proname = 'uid_migrate_key';
