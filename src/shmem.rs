@@ -201,7 +201,9 @@ pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, 
     let needed = if wait {
         current <= tick
     } else {
-        current.saturating_sub(tick).saturating_mul(layout.unit_ms as u64 * 2) <= window as u64
+        // A reservation that reaches the end of the time field cannot grow: nothing to write.
+        current <= layout.max_time()
+            && current.saturating_sub(tick).saturating_mul(layout.unit_ms as u64 * 2) <= window as u64
     };
     if !needed {
         return;

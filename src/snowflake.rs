@@ -105,6 +105,14 @@ fn snowflake_next() -> i64 {
     issued.id
 }
 
+/// `snowflake_next()` as decimal text: for JSON payloads and APIs whose clients read numbers as
+/// IEEE 754 doubles (JavaScript), which round integers above 2^53 − 1. The same id, the same
+/// errors; `'…'::bigint` reads it back.
+#[pg_extern(volatile, parallel_unsafe)]
+fn snowflake_next_text() -> String {
+    snowflake_next().to_string()
+}
+
 /// Per worker id: ids issued since start, the logical clock and its lead over the system clock,
 /// the durable reservation, clock steps back seen, sequence exhaustions and waits. Superusers and
 /// members of pg_read_all_stats see every worker id of the instance (as pg_stat_statements shows

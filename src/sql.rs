@@ -15,10 +15,16 @@ extension_sql_file!(
     name = "worker",
     requires = ["layouts", worker::set_worker_id, worker::clear_worker_id]
 );
+extension_sql_file!("../sql/decode.sql", name = "decode");
 extension_sql_file!(
     "../sql/snowflake.sql",
     name = "snowflake",
-    requires = [snowflake::snowflake_accept_layout, snowflake::snowflake_next, snowflake::snowflake_stats]
+    requires = [
+        snowflake::snowflake_accept_layout,
+        snowflake::snowflake_next,
+        snowflake::snowflake_next_text,
+        snowflake::snowflake_stats
+    ]
 );
 extension_sql_file!(
     "../sql/segment.sql",
@@ -43,3 +49,4 @@ extension_sql_file!(
         mask::admin::uid_mask_key_drop
     ]
 );
+extension_sql_file!("../sql/migrate.sql", name = "migrate", requires = ["segment"]);

@@ -285,9 +285,11 @@ pub fn next_id<C: Clock>(
         // The id cannot fail to encode: tick ≤ max_time was checked, worker was checked by the
         // caller, and seq fits its field by construction.
         let id = layout.encode(parts).expect("checked parts always encode");
-        // In the last half of the reserved window (ticks × unit ≤ window / 2, without dividing).
-        let reserve_soon =
-            (reserved - tick).saturating_mul(layout.unit_ms as u64 * 2) <= policy.reserve_window_ms as u64;
+        // In the last half of the reserved window (ticks × unit ≤ window / 2, without dividing),
+        // unless the reservation already reaches the end of the time field: it cannot grow, and
+        // asking would make every call of the field's last half-window write the state file.
+        let reserve_soon = reserved <= layout.max_time()
+            && (reserved - tick).saturating_mul(layout.unit_ms as u64 * 2) <= policy.reserve_window_ms as u64;
         return Ok(Issued { id, parts, step_back_ms, reserve_soon });
     }
 }
@@ -556,9 +558,35 @@ mod tests {
         assert_eq!(g.next(&clock).unwrap_err(), GenError::TimeOverflow { max_tick: (1 << 37) - 1 });
         clock.set(end + 86_400_000);
         assert_eq!(g.next(&clock).unwrap_err(), GenError::TimeOverflow { max_tick: (1 << 37) - 1 });
+        // the reservation reached the end of the field: it is never asked to grow again
+        assert!(g.durable.get() == (1 << 37), "reserved up to the end of the field");
         // a fresh generator whose clock is already past the end: an error from the first call
         let mut late = Gen::new("js53", 0, ZERO);
         assert!(matches!(late.next(&TestClock::at(end)), Err(GenError::TimeOverflow { .. })));
+    }
+
+    #[test]
+    fn no_reservation_is_asked_for_once_it_reaches_the_end_of_the_field() {
+        // 20 bits of 1 ms; the clock 300 ms before the end, a 1 s window: the first reservation
+        // is capped at the end of the field, and no id after it asks for another one (each
+        // request writes WAL and the state file).
+        let mut g =
+            Gen::new("time=20,worker=4,sequence=4,epoch=0", 9, Policy { max_drift_ms: 10_000, ..ZERO });
+        let clock = TestClock::at((1 << 20) - 300);
+        let mut n = 0u32;
+        while let Ok(i) = g.next(&clock) {
+            assert!(!i.reserve_soon, "id {} asked for a reservation beyond the field", i.id);
+            n += 1;
+        }
+        assert_eq!(n, 300 * 16, "every sequence value of the last 300 ticks");
+        assert_eq!(g.reservations.get(), 1);
+        assert_eq!(g.durable.get(), 1 << 20);
+        // far from the end the window still asks to grow in its last half
+        let mut g =
+            Gen::new("time=20,worker=4,sequence=4,epoch=0", 9, Policy { max_drift_ms: 10_000, ..ZERO });
+        let clock = TestClock::at(1000);
+        let asked = (0..16 * 700).filter(|_| g.next(&clock).unwrap().reserve_soon).count();
+        assert!(asked > 0, "the last half of a 1 s window asks to extend it");
     }
 
     #[test]

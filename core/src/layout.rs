@@ -840,6 +840,8 @@ mod tests {
         assert_eq!(Layout::parse(&l.canonical()).unwrap().canonical(), l.canonical());
         // 1,024 ids per 10 ms per worker: 102,400 ids/s.
         assert_eq!((l.max_sequence() + 1) * 1000 / l.unit_ms as u64, 102_400);
+        // sequence_start = vibrate: 16 start values (README: id % 2^n balanced for n <= 4)
+        assert_eq!(crate::generator::spread(l.sequence_bits), 16);
     }
 
     #[test]

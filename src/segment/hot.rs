@@ -103,7 +103,7 @@ pub fn invalidate() {
 
 /// The bytes of a text argument without copying; detoasts only when it must (a TOAST pointer
 /// or compressed inline data: `VARATT_IS_EXTENDED` less the short-header case).
-pub(super) unsafe fn text_bytes<'a>(d: pg_sys::Datum) -> &'a [u8] {
+pub(crate) unsafe fn text_bytes<'a>(d: pg_sys::Datum) -> &'a [u8] {
     use pgrx::varlena::{varatt_is_1b_e, varatt_is_4b_c, varlena_to_byte_slice};
     // SAFETY: `d` is a non-NULL text datum (the function is STRICT); the detoasted copy, if
     // any, lives in the call's memory context, which outlives the returned slice's use.

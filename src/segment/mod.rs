@@ -29,4 +29,5 @@ mod status;
 mod table;
 
 pub use hot::invalidate;
+pub(crate) use hot::text_bytes;
 pub use table::{attach_shmem, request_shmem};

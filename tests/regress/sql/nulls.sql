@@ -7,6 +7,9 @@ CREATE TABLE null_calls (fn text, pos int, outcome text, message text, detail te
 -- a sensible value for each argument, by name then type, so that the NULL is what is tested
 CREATE FUNCTION sample_value(t regtype, n text) RETURNS text LANGUAGE sql AS $$
   SELECT CASE
+    WHEN n = 'generator' THEN '''segment''::text'
+    WHEN t = 'regclass'::regtype THEN '''null_calls''::regclass'
+    WHEN t = 'name'::regtype THEN '''fn''::name'
     WHEN n = 'layout' THEN '''twitter''::text'
     WHEN n = 'field_order' THEN '''worker_sequence''::text'
     WHEN n = 'name' THEN '''nulls_layout''::text'

@@ -76,11 +76,31 @@ CREATE OPERATOR mallory.- (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = mallo
 CREATE FUNCTION mallory.gt_int8(bigint, bigint) RETURNS bool LANGUAGE plpgsql AS
   $$ BEGIN PERFORM public.shadow_hit('>(bigint,bigint)'); RETURN pg_catalog.int8gt($1, $2); END $$;
 CREATE OPERATOR mallory.> (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = mallory.gt_int8);
+-- shadows of what uid_migrate_key uses, and a table of mallory's own to convert (the new
+-- DEFAULT names the extension's schema: public.snowflake_next(), whatever the path)
+CREATE FUNCTION mallory.pg_get_expr(pg_node_tree, oid) RETURNS text LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('pg_get_expr'); RETURN pg_catalog.pg_get_expr($1, $2); END $$;
+CREATE FUNCTION mallory.pg_has_role(name, oid, text) RETURNS boolean LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('pg_has_role'); RETURN true; END $$;
+CREATE FUNCTION mallory.format(text, text) RETURNS text LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('format(text,text)'); RETURN pg_catalog.format($1, $2); END $$;
+CREATE FUNCTION mallory.max_sfunc(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('max(bigint)'); RETURN pg_catalog.int8larger($1, $2); END $$;
+CREATE AGGREGATE mallory.max(bigint) (SFUNC = mallory.max_sfunc, STYPE = bigint);
+CREATE FUNCTION mallory.ge_int8(bigint, bigint) RETURNS bool LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('>=(bigint,bigint)'); RETURN pg_catalog.int8ge($1, $2); END $$;
+CREATE OPERATOR mallory.>= (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = mallory.ge_int8);
+CREATE FUNCTION mallory.ne_text(text, text) RETURNS bool LANGUAGE plpgsql AS
+  $$ BEGIN PERFORM public.shadow_hit('<>(text,text)'); RETURN pg_catalog.textne($1, $2); END $$;
+CREATE OPERATOR mallory.<> (LEFTARG = text, RIGHTARG = text, FUNCTION = mallory.ne_text);
+CREATE TABLE mallory.m_evil (id bigserial PRIMARY KEY, v text);
+INSERT INTO mallory.m_evil (v) VALUES ('a'), ('b');
 -- every PUBLIC entry point, in a fresh session (cold caches), shadows first
 \c - regress_mallory
 SET client_min_messages = warning;
 SET search_path = mallory, pg_catalog, public;
 SELECT snowflake_next() > 0 AS generated;
+SELECT snowflake_next_text()::bigint > 0 AS generated_text;
 SELECT count(*) > 0 AS has_stats FROM snowflake_stats();
 SELECT name FROM snowflake_layout();
 SELECT worker_id, source FROM snowflake_worker();
@@ -89,6 +109,11 @@ SELECT * FROM uid_decode(7011234567890123456, 'sec_layout');
 SELECT snowflake_at('2026-06-01Z') > 0, snowflake_at('2026-06-01Z', 3, 'twitter') > 0;
 SELECT uid_compose('2026-06-01Z', 1, 2), uid_compose('2026-06-01Z', 1, 2, 'sec_layout');
 SELECT count(*) FROM uid_layouts();
+SELECT * FROM uid_migrate_key('m_evil', 'id', dry_run => true);
+SELECT * FROM uid_migrate_key('m_evil', 'id');
+SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS m_evil_default FROM pg_catalog.pg_attrdef d
+ WHERE d.adrelid OPERATOR(pg_catalog.=) 'mallory.m_evil'::pg_catalog.regclass;
+SELECT regress_sqlstate_of($$SELECT * FROM uid_migrate_key('public.shadow_calls', 'fn')$$);
 SELECT segment_next('sec'), segment_next('sec');
 SELECT tag, step, persisted_hwm, values_issued FROM segment_status;
 SELECT regress_sqlstate_of($$SELECT segment_create('mine')$$);

@@ -10,3 +10,10 @@ BEGIN
 EXCEPTION WHEN others THEN
   RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
+-- regress_explain_json(q): EXPLAIN (FORMAT JSON) of a statement, for plan-shape assertions
+CREATE FUNCTION regress_explain_json(q text) RETURNS json LANGUAGE plpgsql AS $$
+DECLARE j json;
+BEGIN
+  EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO j;
+  RETURN j;
+END $$;

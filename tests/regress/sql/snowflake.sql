@@ -115,3 +115,62 @@ SET client_min_messages = warning;
 SELECT snowflake_accept_layout();
 RESET client_min_messages;
 DROP TABLE vol_log;
+-- uid_decode is a plain function returning one uid_parts value, not a set: every form, with the
+-- same columns; attributes unchanged (server layout IMMUTABLE, a named layout STABLE; STRICT,
+-- PARALLEL SAFE), no ROWS estimate, not a set-returning function
+SELECT p.oid::regprocedure AS function, p.prorettype::regtype AS returns, p.proretset,
+       p.provolatile, p.proisstrict, p.proparallel, p.prorows
+  FROM pg_proc p WHERE p.proname = 'uid_decode' ORDER BY p.pronargs;
+SELECT attname, atttypid::regtype FROM pg_attribute
+ WHERE attrelid = 'uid_parts'::regclass AND attnum > 0 ORDER BY attnum;
+SELECT (uid_decode(117809695279812608)).*;
+SELECT (uid_decode(117809695279812608, 'server')).*;
+SELECT (uid_decode(uid_compose('2023-05-01 10:00:00.123+00', (3 << 5) | 17, 99, 'twitter'), 'twitter')).*;
+SELECT * FROM uid_decode(117809695279812608);
+SELECT (uid_decode(117809695279812608)).ts, (uid_decode(184269081482247, 'js53')).worker_id;
+SELECT uid_decode(117809695279812608) AS parts;
+SELECT uid_decode(NULL) IS NULL AS strict_null, uid_decode(1, NULL) IS NULL AS strict_null_layout;
+CREATE TABLE dec_t (id bigint PRIMARY KEY, note text);
+INSERT INTO dec_t SELECT uid_compose('2026-06-01Z'::timestamptz + g * interval '1 second', g % 1024, g % 4096), 'n' || g
+  FROM generate_series(1, 1000) g;
+ANALYZE dec_t;
+-- FROM t, uid_decode(t.id): one row per input row, estimated so (an SRF would be 1000 x)
+EXPLAIN (COSTS OFF) SELECT * FROM dec_t, uid_decode(dec_t.id) d;
+SELECT (regexp_match(j::text, '"Plan Rows": ([0-9]+)'))[1]::int AS top_plan_rows
+  FROM (SELECT regress_explain_json($$SELECT * FROM dec_t, uid_decode(dec_t.id) d$$) j) x;
+SELECT (regexp_match(j::text, '"Plan Rows": ([0-9]+)'))[1]::int AS top_plan_rows_layout
+  FROM (SELECT regress_explain_json($$SELECT * FROM dec_t t, uid_decode(t.id, 'twitter') d$$) j) x;
+SELECT count(*), count(DISTINCT d.worker_id), min(d.ts), max(d.ts) FROM dec_t, uid_decode(dec_t.id) d;
+-- in RETURNING, and in a select list with .*
+CREATE TABLE dec_ins (id bigint PRIMARY KEY DEFAULT snowflake_next(), v int);
+INSERT INTO dec_ins (v) VALUES (1), (2) RETURNING v, (uid_decode(id)).worker_id, (uid_decode(id)).ts <= now() + interval '2 seconds' AS ts_ok;
+INSERT INTO dec_ins (id, v) VALUES (uid_compose('2026-07-01Z', 3, 4), 3) RETURNING (uid_decode(id)).*;
+SELECT v, (uid_decode(id)).* FROM dec_ins WHERE v = 3;
+DROP TABLE dec_t, dec_ins;
+-- snowflake_next_text(): the next id as decimal text (for JSON payloads), the same generator
+SELECT snowflake_next() AS before_text \gset
+SELECT snowflake_next_text() AS id_text \gset
+SELECT :'id_text' ~ '^[1-9][0-9]{0,18}$' AS decimal_text,
+       :'id_text'::bigint > :before_text AS after_the_previous_id,
+       (uid_decode(:'id_text'::bigint)).worker_id AS worker_id,
+       pg_typeof(snowflake_next_text()) AS type;
+SELECT json_build_object('id', snowflake_next_text())::text ~ '^\{"id" : "[1-9][0-9]*"\}$' AS json_string;
+SELECT p.provolatile, p.proparallel, p.proisstrict FROM pg_proc p WHERE p.proname = 'snowflake_next_text';
+-- a literal without an offset is read in the session's TimeZone (README: give instants with an
+-- offset): in Europe/Berlin '2026-11-01' is 2026-10-31 23:00 UTC; with the offset it is not
+SET TimeZone = 'Europe/Berlin';
+SELECT snowflake_at('2026-11-01') = snowflake_at('2026-10-31 23:00+00') AS naive_is_berlin_midnight,
+       snowflake_at('2026-11-01 00:00+00') = snowflake_at('2026-11-01T00:00:00Z') AS offset_is_utc,
+       snowflake_at('2026-11-01') <> snowflake_at('2026-11-01 00:00+00') AS they_differ;
+RESET TimeZone;
+-- the library keeps the 0.1.0 symbols of uid_decode (set-returning, no SQL generated for them):
+-- a database still on version 0.1.0 decodes until ALTER EXTENSION pg_idgen UPDATE
+CREATE FUNCTION regress_decode_010(id bigint) RETURNS TABLE (ts timestamptz, worker_id int, sequence int)
+    IMMUTABLE STRICT LANGUAGE c AS '$libdir/pg_idgen', 'uid_decode_wrapper';
+CREATE FUNCTION regress_decode_010(id bigint, layout text)
+    RETURNS TABLE (ts timestamptz, worker_id int, sequence int, worker_high int, worker_low int)
+    STABLE STRICT LANGUAGE c AS '$libdir/pg_idgen', 'uid_decode_layout_wrapper';
+SELECT * FROM regress_decode_010(117809695279812608);
+SELECT * FROM regress_decode_010(uid_compose('2023-05-01 10:00:00.123+00', (3 << 5) | 17, 99, 'twitter'), 'twitter');
+SELECT regress_sqlstate_of($$SELECT * FROM regress_decode_010(-1)$$);
+DROP FUNCTION regress_decode_010(bigint), regress_decode_010(bigint, text);
