@@ -18,7 +18,8 @@
 #     the version-mismatch error (55000, with the ALTER EXTENSION hint); the server never crashes
 #     (same postmaster start time, no "terminated by signal" in the log).
 #  4. ALTER EXTENSION pg_idgen UPDATE — refused in a SQL_ASCII database (0A000) and where a tag's
-#     row names a relation that is not its sequence (22023, the tag named), a WARNING naming a
+#     row names a relation that is not its sequence (22023, the tag named) and where a view uses
+#     uid_decode (2BP01, the view named; dropped, updated, created again), a WARNING naming a
 #     tag whose sequence was dropped by hand — and in database app: the objects (tests/upgrade/objects.sql: members, function
 #     attributes, columns, constraints, indexes, triggers, views, grants, comments, config
 #     tables) equal a fresh install's; rows, the worker id, the layout and the tags' settings
@@ -99,7 +100,9 @@ db "$OLD" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
     "CREATE TABLE stream (id bigint PRIMARY KEY DEFAULT snowflake_next(), n int UNIQUE NOT NULL)" >/dev/null
 # databases the update must refuse, or warn about, with the tags named
 q "$OLD" "CREATE DATABASE ascii ENCODING 'SQL_ASCII' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'" \
-      "CREATE DATABASE edited" "CREATE DATABASE dangling" >/dev/null
+      "CREATE DATABASE edited" "CREATE DATABASE dangling" "CREATE DATABASE viewdb" >/dev/null
+qdb "$OLD" viewdb "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
+    "CREATE VIEW decoded AS SELECT d.ts, d.worker_id FROM uid_decode(117809695279812608) d" >/dev/null
 qdb "$OLD" ascii "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 qdb "$OLD" edited "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" "SELECT segment_create('e', 10)" \
     "CREATE TABLE not_a_sequence (x int)" "UPDATE pg_idgen_segments SET seq = 'not_a_sequence'::regclass" >/dev/null
@@ -185,6 +188,11 @@ check "after the update: version" "$(db "$NEW" "SELECT extversion FROM pg_extens
 expect_sql_error "$NEW" 0A000 "needs a UTF8 database" "\\c ascii" "ALTER EXTENSION pg_idgen UPDATE"
 check "a SQL_ASCII database stays at $OLD_VERSION" "$(qdb "$NEW" ascii "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
 expect_sql_error "$NEW" 22023 "segment tags 'e' \\(not_a_sequence\\) are not backed by a pg_idgen_seg_<n> sequence" "\\c edited" "ALTER EXTENSION pg_idgen UPDATE"
+expect_sql_error "$NEW" 2BP01 "replaces uid_decode .*these objects use it: view decoded" "\\c viewdb" "ALTER EXTENSION pg_idgen UPDATE"
+check "a view using uid_decode: dropped, update, created again (the same row)" \
+    "$(qdb "$NEW" viewdb "SET client_min_messages = warning" "DROP VIEW decoded" "ALTER EXTENSION pg_idgen UPDATE" \
+        "CREATE VIEW decoded AS SELECT d.ts, d.worker_id FROM uid_decode(117809695279812608) d" \
+        "SELECT extversion || ' ' || (SELECT worker_id FROM decoded) FROM pg_extension WHERE extname = 'pg_idgen'" | tail -1)" == "$NEW_VERSION 1"
 out=$(qdb "$NEW" dangling "ALTER EXTENSION pg_idgen UPDATE" 2>&1) || true
 check_match "a tag whose sequence was dropped by hand: the update warns, naming it" "$out" 'WARNING: +pg_idgen: the backing sequence \(OID [0-9]+\) of segment tag "b" does not exist'
 check "... and the update is done, the other tag linked" \
