@@ -196,7 +196,9 @@ check "a view using uid_decode: dropped, update, created again (the same row)" \
 out=$(qdb "$NEW" dangling "ALTER EXTENSION pg_idgen UPDATE" 2>&1) || true
 check_match "a tag whose sequence was dropped by hand: the update warns, naming it" "$out" 'WARNING: +pg_idgen: the backing sequence \(OID [0-9]+\) of segment tag "b" does not exist'
 check "... and the update is done, the other tag linked" \
-    "$(qdb "$NEW" dangling "SELECT extversion || ' ' || (SELECT count(*) FROM pg_depend d JOIN pg_idgen_segments s ON d.objid = s.seq WHERE d.deptype = 'a') FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION 1"
+    "$(qdb "$NEW" dangling "SELECT extversion || ' ' || (SELECT count(*) FROM pg_depend d JOIN pg_idgen_segments s ON d.objid = s.seq
+                              WHERE d.classid = 'pg_class'::regclass AND d.refobjid = 'pg_idgen_segments'::regclass AND d.deptype = 'a')
+                            FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION 1"
 q "$NEW" "CREATE DATABASE fresh" >/dev/null
 qdb "$NEW" fresh "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 objects() { "$CLUSTER" psql "$NEW" -d "$1" -XAt -f "$ROOT/tests/upgrade/objects.sql"; }
