@@ -287,8 +287,14 @@ DO $$
 DECLARE
     users text;
 BEGIN
-    SELECT pg_catalog.string_agg(DISTINCT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid), '; ') INTO users
+    -- a view depends through its _RETURN rule: name the view
+    SELECT pg_catalog.string_agg(DISTINCT CASE WHEN r.oid IS NOT NULL
+                                               THEN pg_catalog.pg_describe_object('pg_catalog.pg_class'::pg_catalog.regclass, r.ev_class, 0)
+                                               ELSE pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) END, '; ') INTO users
       FROM pg_catalog.pg_depend d
+      LEFT JOIN pg_catalog.pg_rewrite r
+             ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+            AND r.oid OPERATOR(pg_catalog.=) d.objid
      WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
        AND d.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY['uid_decode(bigint)'::pg_catalog.regprocedure,
                                                         'uid_decode(bigint, text)'::pg_catalog.regprocedure]::pg_catalog.oid[])
