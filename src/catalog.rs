@@ -298,12 +298,28 @@ pub fn can_read_all_stats() -> bool {
     }
 }
 
-#[unsafe(no_mangle)]
-#[doc(hidden)]
-pub extern "C" fn pg_finfo_pg_idgen_catalog_changed() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
+/// The trigger manager's data of a call of the plain V1 trigger function `function`; 39P01 when
+/// it is called any other way (CALLED_AS_TRIGGER).
+///
+/// # Safety
+/// `fcinfo` is the call frame PostgreSQL passed to `function`.
+pub unsafe fn trigger_data(fcinfo: pg_sys::FunctionCallInfo, function: &str) -> *mut pg_sys::TriggerData {
+    // SAFETY: `fcinfo` is PostgreSQL's call frame (the caller's contract); `context` is a
+    // TriggerData node exactly when the trigger manager made the call.
+    unsafe {
+        let context = (*fcinfo).context;
+        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+            raise(
+                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                format!("{function}() can only be called as a trigger"),
+                None,
+            );
+        }
+        context.cast::<pg_sys::TriggerData>()
+    }
 }
+
+crate::pg_function_info_v1!(pg_finfo_pg_idgen_catalog_changed);
 
 /// Statement trigger on pg_idgen's catalog tables: every backend drops its cached copies at
 /// commit, whoever changed the table and however (functions, DML, pg_restore). A plain V1
@@ -315,15 +331,7 @@ pub unsafe extern "C-unwind" fn pg_idgen_catalog_changed(fcinfo: pg_sys::Functio
     // SAFETY: `fcinfo` is PostgreSQL's call frame; `context` is a TriggerData node exactly when
     // the function is called by the trigger manager (CALLED_AS_TRIGGER).
     unsafe {
-        let context = (*fcinfo).context;
-        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
-            raise(
-                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-                "pg_idgen_catalog_changed() can only be called as a trigger",
-                None,
-            );
-        }
-        let data = context.cast::<pg_sys::TriggerData>();
+        let data = trigger_data(fcinfo, "pg_idgen_catalog_changed");
         pg_sys::CacheInvalidateRelcacheByRelid((*(*data).tg_relation).rd_id);
         // A statement trigger returns a NULL pointer (not an SQL NULL: that is an error).
         pg_sys::Datum::from(0)

@@ -13,17 +13,15 @@
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-/// 0.1.0: the catalog trigger function was a pgrx wrapper, `pg_idgen_catalog_changed_wrapper`.
-#[unsafe(no_mangle)]
-pub extern "C" fn pg_finfo_pg_idgen_catalog_changed_wrapper() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
+// 0.1.0: the catalog trigger function was a pgrx wrapper, `pg_idgen_catalog_changed_wrapper`.
+crate::pg_function_info_v1!(pg_finfo_pg_idgen_catalog_changed_wrapper);
 
 /// Same trigger, same behaviour (see `catalog::pg_idgen_catalog_changed`).
 #[unsafe(no_mangle)]
 #[pg_guard]
-pub unsafe extern "C-unwind" fn pg_idgen_catalog_changed_wrapper(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+pub unsafe extern "C-unwind" fn pg_idgen_catalog_changed_wrapper(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
     // SAFETY: the same call frame, passed on unchanged.
     unsafe { crate::catalog::pg_idgen_catalog_changed(fcinfo) }
 }

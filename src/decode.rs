@@ -148,12 +148,7 @@ unsafe fn parts_datum(fcinfo: pg_sys::FunctionCallInfo, d: Decoded) -> pg_sys::D
     }
 }
 
-#[unsafe(no_mangle)]
-#[doc(hidden)]
-pub extern "C" fn pg_finfo_pg_idgen_uid_decode() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
+crate::pg_function_info_v1!(pg_finfo_pg_idgen_uid_decode);
 
 /// `uid_decode(id bigint) RETURNS uid_parts`: splits an id of the server's layout into its time
 /// (ms precision), worker id and sequence (and the halves of a split worker field).
@@ -171,12 +166,7 @@ pub unsafe extern "C-unwind" fn pg_idgen_uid_decode(fcinfo: pg_sys::FunctionCall
     }
 }
 
-#[unsafe(no_mangle)]
-#[doc(hidden)]
-pub extern "C" fn pg_finfo_pg_idgen_uid_decode_layout() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
+crate::pg_function_info_v1!(pg_finfo_pg_idgen_uid_decode_layout);
 
 /// `uid_decode(id bigint, layout text) RETURNS uid_parts`: splits an id of any layout: a named
 /// one (`twitter`, `discord`, `sonyflake`, `js53`, ...), a custom one from `pg_idgen_layouts`,

@@ -25,11 +25,7 @@ use pgrx::prelude::*;
 use crate::catalog::{qualified_relation_name, PinnedSearchPath};
 use crate::errors::{raise, Code};
 
-#[unsafe(no_mangle)]
-pub extern "C" fn pg_finfo_pg_idgen_segment_link() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
+crate::pg_function_info_v1!(pg_finfo_pg_idgen_segment_link);
 
 /// Row trigger (AFTER INSERT OR UPDATE OF seq) on `pg_idgen_segments`: the row's sequence
 /// becomes owned by the table's `seq` column. A plain V1 function, like the catalog trigger,
@@ -41,15 +37,7 @@ pub unsafe extern "C-unwind" fn pg_idgen_segment_link(fcinfo: pg_sys::FunctionCa
     // the trigger manager calls the function; the row (the new one for an UPDATE) and the
     // relation's descriptor are valid for the duration of the call.
     unsafe {
-        let context = (*fcinfo).context;
-        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
-            raise(
-                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-                "pg_idgen_segment_link() can only be called as a trigger",
-                None,
-            );
-        }
-        let data = context.cast::<pg_sys::TriggerData>();
+        let data = crate::catalog::trigger_data(fcinfo, "pg_idgen_segment_link");
         let event = (*data).tg_event;
         let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
         if event & pg_sys::TRIGGER_EVENT_ROW == 0
@@ -179,7 +167,8 @@ fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::
         }
 
         // Every name is built in Rust from the catalog, by OID, and quoted.
-        let (Some(seq_name), Some(table_name)) = (qualified_relation_name(seq), qualified_relation_name(table))
+        let (Some(seq_name), Some(table_name)) =
+            (qualified_relation_name(seq), qualified_relation_name(table))
         else {
             bad("it was dropped meanwhile")
         };
@@ -188,9 +177,10 @@ fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::
             .into_owned();
         let _path = PinnedSearchPath::new();
         if seq_owner != table_owner {
-            let role = CStr::from_ptr(pg_sys::quote_identifier(pg_sys::GetUserNameFromId(table_owner, false)))
-                .to_string_lossy()
-                .into_owned();
+            let role =
+                CStr::from_ptr(pg_sys::quote_identifier(pg_sys::GetUserNameFromId(table_owner, false)))
+                    .to_string_lossy()
+                    .into_owned();
             Spi::run(&format!("ALTER SEQUENCE {seq_name} OWNER TO {role}"))
                 .unwrap_or_else(|e| link_failed(&seq_name, e));
         }
@@ -200,5 +190,9 @@ fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::
 }
 
 fn link_failed(seq: &str, e: pgrx::spi::Error) -> ! {
-    raise(Code::ERRCODE_INTERNAL_ERROR, format!("pg_idgen could not link {seq} to its segment tag: {e}"), None)
+    raise(
+        Code::ERRCODE_INTERNAL_ERROR,
+        format!("pg_idgen could not link {seq} to its segment tag: {e}"),
+        None,
+    )
 }

@@ -116,12 +116,7 @@ pub(crate) unsafe fn text_bytes<'a>(d: pg_sys::Datum) -> &'a [u8] {
     }
 }
 
-#[unsafe(no_mangle)]
-#[doc(hidden)]
-pub extern "C" fn pg_finfo_pg_idgen_segment_next() -> &'static pg_sys::Pg_finfo_record {
-    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-    &V1
-}
+crate::pg_function_info_v1!(pg_finfo_pg_idgen_segment_next);
 
 /// `segment_next(tag text) RETURNS bigint STRICT`: the next value of `tag`, unique and
 /// increasing across all backends of the instance. A plain V1 function (declared in the
