@@ -247,3 +247,49 @@ REVOKE ALL ON FUNCTION uid_mask_key_create(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION uid_mask_key_rotate(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION uid_mask_key_set_in_use(text, integer, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION uid_mask_key_drop(text, integer) FROM PUBLIC;
+
+-- 5. Worker id leases (new in 0.2.0): snowflake_worker() gains the column lease (its state, or
+--    'off'); snowflake_lease(); the registry's lease table pg_idgen_leases (empty unless this
+--    database is a registry). A view over snowflake_worker() stops the update (DROP FUNCTION):
+--    drop it and create it again afterwards.
+DROP FUNCTION snowflake_worker();
+CREATE FUNCTION snowflake_worker() RETURNS TABLE (
+    worker_id INT,
+    source TEXT,
+    system_identifier TEXT,
+    confirmed bool,
+    lease TEXT
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'snowflake_worker_wrapper';
+CREATE FUNCTION snowflake_lease() RETURNS TABLE (
+    mode TEXT,
+    worker_id INT,
+    state TEXT,
+    valid_for_ms bigint,
+    since timestamp with time zone,
+    detail TEXT,
+    renewals bigint,
+    failures bigint,
+    conflicts bigint,
+    refusals bigint
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'snowflake_lease_wrapper';
+CREATE TABLE pg_idgen_leases (
+    worker_id         integer PRIMARY KEY CHECK (worker_id >= 0),
+    system_identifier numeric(20, 0) NOT NULL,
+    node_name         text NOT NULL,
+    host              text NOT NULL,
+    port              integer NOT NULL,
+    token             bigint NOT NULL,
+    since             timestamptz NOT NULL,
+    renewed_at        timestamptz NOT NULL,
+    lease_until       timestamptz NOT NULL,
+    released_at       timestamptz
+);
+COMMENT ON TABLE pg_idgen_leases IS 'worker id leases of the nodes whose pg_idgen.registry is this database (pg_idgen)';
+REVOKE ALL ON pg_idgen_leases FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_lease() IS 'this node''s worker id lease: mode, id, state, local validity, holder or error, counters';

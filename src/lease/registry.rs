@@ -1,0 +1,289 @@
+//! The registry client: one connection to the registry database, the claim/renew statement and
+//! the release, each bounded by a timeout. Used only by the lease worker (`lease::worker`).
+//!
+//! The client is `tokio-postgres` on a *current-thread* tokio runtime owned by the worker: the
+//! connection's I/O runs inside `block_on` on the worker's main thread, so no other thread ever
+//! exists that could touch a PostgreSQL API (the only thread tokio may start is its blocking pool,
+//! to resolve a host *name* with getaddrinfo; it runs no PostgreSQL code). Every operation is
+//! wrapped in `tokio::time::timeout`, so a registry that stops answering (even one whose TCP
+//! peer still acknowledges) costs the worker at most that long; it then reconnects.
+//!
+//! The registry is a database where `CREATE EXTENSION pg_idgen` ran: the lease table is the
+//! extension's `pg_idgen_leases` (sql/lease.sql), found by the extension's schema (quoted with
+//! `quote_ident`). The session pins `search_path = pg_catalog, pg_temp` and `TimeZone = UTC`;
+//! every function is named with its schema. Expiry is decided by the registry's clock only
+//! (`now()` in the statements); this node never sends a time, only durations.
+
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+use tokio_postgres::{Client, NoTls};
+
+/// Who claims: this node's identity as the registry records it.
+pub struct Holder {
+    pub system_identifier: String,
+    pub node_name: String,
+    pub host: String,
+    pub port: i32,
+    /// Random per postmaster start: tells this server from a clone with the same identity.
+    pub token: i64,
+}
+
+/// What a claim asks for.
+pub struct Claim {
+    pub worker_id: i64,
+    /// fixed mode: the id may be taken from any node whose lease ended. auto: only from this
+    /// node's identity, or once retired.
+    pub fixed: bool,
+    pub ttl_s: f64,
+    pub retire_s: f64,
+}
+
+/// Another node's lease of an id, for messages.
+pub struct OtherHolder {
+    pub text: String,
+}
+
+pub enum Outcome {
+    /// The lease is ours; the registry's `since` (Unix ms).
+    Granted { since_ms: i64 },
+    /// Another node holds it.
+    Taken(OtherHolder),
+}
+
+pub struct Registry {
+    rt: Runtime,
+    client: Option<Client>,
+    /// The extension's schema in the registry, quoted.
+    schema: String,
+    conninfo: String,
+    timeout: Duration,
+}
+
+/// An error of the registry, as text for the log and `snowflake_lease()`.
+pub type RegError = String;
+
+fn err(e: impl std::fmt::Display) -> RegError {
+    let text = e.to_string();
+    text.lines().next().unwrap_or("").to_string()
+}
+
+fn db_err(e: tokio_postgres::Error) -> RegError {
+    match e.as_db_error() {
+        Some(d) => format!("{}: {}", d.severity(), d.message()),
+        None => err(e),
+    }
+}
+
+impl Registry {
+    pub fn new() -> Result<Registry, RegError> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(err)?;
+        Ok(Registry {
+            rt,
+            client: None,
+            schema: String::new(),
+            conninfo: String::new(),
+            timeout: Duration::from_secs(5),
+        })
+    }
+
+    /// Sets the connection string and the bound of every operation; a changed string drops the
+    /// connection.
+    pub fn configure(&mut self, conninfo: &str, timeout: Duration) {
+        if conninfo != self.conninfo {
+            self.client = None;
+            self.conninfo = conninfo.to_string();
+        }
+        self.timeout = timeout;
+    }
+
+    pub fn disconnect(&mut self) {
+        self.client = None;
+    }
+
+    /// Runs `fut` on the worker's thread, at most `self.timeout`.
+    fn run<T>(
+        &self,
+        what: &str,
+        fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, RegError> {
+        let t = self.timeout;
+        match self.rt.block_on(async { tokio::time::timeout(t, fut).await }) {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(format!("{what}: {}", db_err(e))),
+            Err(_) => Err(format!("{what}: no answer within {} ms", t.as_millis())),
+        }
+    }
+
+    fn connect(&mut self) -> Result<(), RegError> {
+        if self.client.as_ref().is_some_and(|c| !c.is_closed()) {
+            return Ok(());
+        }
+        self.client = None;
+        let mut cfg: tokio_postgres::Config =
+            self.conninfo.parse().map_err(|e| format!("invalid pg_idgen.registry: {}", err(e)))?;
+        cfg.connect_timeout(self.timeout);
+        cfg.application_name("pg_idgen lease worker");
+        let (client, connection) = self.run("cannot connect to the registry", cfg.connect(NoTls))?;
+        // Polled only inside block_on, on this thread.
+        self.rt.spawn(async move {
+            let _ = connection.await;
+        });
+        let ms = self.timeout.as_millis().max(1);
+        let setup = format!(
+            "SET search_path = pg_catalog, pg_temp; SET TimeZone = 'UTC'; SET statement_timeout = {ms}; \
+             SET lock_timeout = {ms}; SET idle_in_transaction_session_timeout = {}",
+            ms * 4
+        );
+        self.run("registry session set-up", client.batch_execute(&setup))?;
+        let rows = self.run(
+            "registry",
+            client.query(
+                "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e \
+                 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
+                 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen' \
+                 AND pg_catalog.to_regclass(pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.pg_idgen_leases') IS NOT NULL",
+                &[],
+            ),
+        )?;
+        let Some(row) = rows.first() else {
+            return Err("the registry database has no pg_idgen_leases table: run CREATE EXTENSION pg_idgen (0.2.0 or later) there".into());
+        };
+        self.schema = row.get(0);
+        self.client = Some(client);
+        Ok(())
+    }
+
+    fn client(&self) -> &Client {
+        self.client.as_ref().expect("connected")
+    }
+
+    /// Claims or renews `claim.worker_id` for `me` in one statement, decided by the registry's
+    /// clock; when another node holds it, says who.
+    pub fn claim(&mut self, me: &Holder, claim: &Claim) -> Result<Outcome, RegError> {
+        self.connect()?;
+        let r = self.claim_connected(me, claim);
+        if r.is_err() {
+            self.client = None;
+        }
+        r
+    }
+
+    fn claim_connected(&self, me: &Holder, claim: &Claim) -> Result<Outcome, RegError> {
+        let s = &self.schema;
+        // The lease is taken when it is ours (same token: a renewal), or when the holder's lease
+        // ended (released, or lease_until passed by the registry's clock) and either the id is
+        // fixed by configuration, or the holder was this node (same system identifier and node
+        // name: an auto id is sticky), or the id has been retired long enough.
+        let sql = format!(
+            "INSERT INTO {s}.pg_idgen_leases AS l \
+               (worker_id, system_identifier, node_name, host, port, token, since, renewed_at, lease_until, released_at) \
+             VALUES ($1, $2::text::pg_catalog.numeric, $3, $4, $5, $6, pg_catalog.now(), pg_catalog.now(), \
+               pg_catalog.now() + pg_catalog.make_interval(secs => $7), NULL) \
+             ON CONFLICT (worker_id) DO UPDATE SET \
+               system_identifier = excluded.system_identifier, node_name = excluded.node_name, \
+               host = excluded.host, port = excluded.port, token = excluded.token, \
+               since = CASE WHEN l.token = excluded.token AND l.released_at IS NULL THEN l.since ELSE excluded.since END, \
+               renewed_at = excluded.renewed_at, lease_until = excluded.lease_until, released_at = NULL \
+             WHERE l.token = excluded.token \
+                OR ((l.released_at IS NOT NULL OR l.lease_until < pg_catalog.now()) \
+                    AND ($8::bool \
+                         OR (l.system_identifier = excluded.system_identifier AND l.node_name = excluded.node_name) \
+                         OR COALESCE(l.released_at, l.lease_until) + pg_catalog.make_interval(secs => $9) < pg_catalog.now())) \
+             RETURNING (pg_catalog.date_part('epoch', l.since) * 1000)::pg_catalog.int8"
+        );
+        let c = self.client();
+        let wid = claim.worker_id as i32;
+        let rows = self.run(
+            "lease claim",
+            c.query(
+                sql.as_str(),
+                &[
+                    &wid,
+                    &me.system_identifier,
+                    &me.node_name,
+                    &me.host,
+                    &me.port,
+                    &me.token,
+                    &claim.ttl_s,
+                    &claim.fixed,
+                    &claim.retire_s,
+                ],
+            ),
+        )?;
+        if let Some(row) = rows.first() {
+            return Ok(Outcome::Granted { since_ms: row.get(0) });
+        }
+        let who = format!(
+            "SELECT pg_catalog.format('node \"%s\" (host %s, port %s, system identifier %s) since %s, lease until %s%s', \
+               node_name, host, port, system_identifier, since, lease_until, \
+               CASE WHEN released_at IS NOT NULL THEN ', released at ' OPERATOR(pg_catalog.||) released_at \
+                    WHEN lease_until < pg_catalog.now() THEN ', expired' ELSE '' END) \
+             FROM {s}.pg_idgen_leases WHERE worker_id = $1"
+        );
+        let rows = self.run("lease holder", c.query(who.as_str(), &[&wid]))?;
+        let text = rows.first().map(|r| r.get::<_, String>(0)).unwrap_or_else(|| "another node".into());
+        Ok(Outcome::Taken(OtherHolder { text }))
+    }
+
+    /// auto mode: the id to claim. This node's own id (same system identifier and node name) if
+    /// the registry has one in `lo..=hi` (sticky; the claim then says whether it is free), else
+    /// the smallest id of the range without a row or retired; None when none is free. Serialized
+    /// among nodes by a transaction-level advisory lock.
+    pub fn choose(&mut self, me: &Holder, lo: i64, hi: i64, retire_s: f64) -> Result<Option<i64>, RegError> {
+        self.connect()?;
+        let r = self.choose_connected(me, lo, hi, retire_s);
+        if r.is_err() {
+            self.client = None;
+        }
+        r
+    }
+
+    fn choose_connected(
+        &self,
+        me: &Holder,
+        lo: i64,
+        hi: i64,
+        retire_s: f64,
+    ) -> Result<Option<i64>, RegError> {
+        let s = &self.schema;
+        let (lo, hi) = (lo as i32, hi as i32);
+        let sql = format!(
+            "SELECT COALESCE( \
+               (SELECT worker_id FROM {s}.pg_idgen_leases \
+                 WHERE system_identifier = $1::text::pg_catalog.numeric AND node_name = $2 AND worker_id BETWEEN $3 AND $4 \
+                 ORDER BY (token = $5) DESC, since DESC LIMIT 1), \
+               (SELECT g FROM pg_catalog.generate_series($3, $4) g \
+                 WHERE NOT EXISTS (SELECT FROM {s}.pg_idgen_leases l WHERE l.worker_id = g \
+                   AND COALESCE(l.released_at, l.lease_until) + pg_catalog.make_interval(secs => $6) >= pg_catalog.now()) \
+                 ORDER BY g LIMIT 1))"
+        );
+        let c = self.client();
+        self.run(
+            "lease choice",
+            c.batch_execute("BEGIN; SELECT pg_catalog.pg_advisory_xact_lock(1885956460, 1)"),
+        )?;
+        let rows = self.run(
+            "lease choice",
+            c.query(sql.as_str(), &[&me.system_identifier, &me.node_name, &lo, &hi, &me.token, &retire_s]),
+        );
+        let commit = self.run("lease choice", c.batch_execute("COMMIT"));
+        let rows = rows?;
+        commit?;
+        Ok(rows.first().and_then(|r| r.get::<_, Option<i32>>(0)).map(i64::from))
+    }
+
+    /// Releases our lease of `worker_id` (clean shutdown): it ends now, by the registry's clock.
+    pub fn release(&mut self, me: &Holder, worker_id: i64) -> Result<bool, RegError> {
+        self.connect()?;
+        let sql = format!(
+            "UPDATE {}.pg_idgen_leases SET released_at = pg_catalog.now(), \
+               lease_until = LEAST(lease_until, pg_catalog.now()) \
+             WHERE worker_id = $1 AND token = $2 AND released_at IS NULL",
+            self.schema
+        );
+        let wid = worker_id as i32;
+        let n = self.run("lease release", self.client().execute(sql.as_str(), &[&wid, &me.token]))?;
+        Ok(n > 0)
+    }
+}

@@ -1,0 +1,346 @@
+//! The lease worker: a background worker that claims this node's worker id lease from the
+//! registry at start (or at promotion), renews it three times per lease, and releases it at a
+//! clean shutdown. It publishes the id and the lease's local validity in shared memory
+//! (`lease::shmem`), which is all `snowflake_next()` looks at.
+//!
+//! Local validity: `t0 + ttl - margin`, with `t0` the `CLOCK_MONOTONIC` reading taken *before*
+//! the claim statement is sent. The registry's `lease_until` is its `now()` + ttl, and its `now()`
+//! is read after `t0`; so, as long as the two clocks' *rates* differ by less than `margin` over
+//! one ttl, this node stops generating before the registry lets any other node take the id.
+//! No wall-clock time of this node is compared with the registry's.
+//!
+//! Signals as PostgreSQL's own workers handle them: SIGHUP sets a flag, the loop calls
+//! `ProcessConfigFile(PGC_SIGHUP)`; SIGTERM ends the loop, the lease is invalidated locally and
+//! released in the registry, and the worker exits with 1 (so that a `pg_terminate_backend()`
+//! gets it restarted by the postmaster; at shutdown nothing is restarted). When the postmaster
+//! dies (kill -9) the worker exits *without* releasing: orphaned backends may still generate
+//! until they notice, so the lease has to run out.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::registry::{Claim, Holder, Outcome, Registry};
+use super::shmem::{self, State};
+use crate::clock::monotonic_ms;
+use crate::gucs::{self, LeaseMode};
+
+/// Registers the worker (from `_PG_init`, while preloading, when `pg_idgen.lease_mode` is not off).
+pub fn register() {
+    BackgroundWorkerBuilder::new("pg_idgen lease worker")
+        .set_type("pg_idgen lease")
+        .set_library("pg_idgen")
+        .set_function("pg_idgen_lease_main")
+        .enable_shmem_access(None)
+        // Connected to no database (as the logical replication launcher): shown in
+        // pg_stat_activity as backend_type 'pg_idgen lease', and pg_terminate_backend() works.
+        .enable_spi_access()
+        .set_start_time(BgWorkerStartTime::ConsistentState)
+        .set_restart_time(Some(Duration::from_secs(1)))
+        .load();
+}
+
+/// The settings of one round, read on the worker's thread after each reload.
+struct Settings {
+    mode: LeaseMode,
+    conninfo: String,
+    ttl_ms: i64,
+    margin_ms: i64,
+    retire_s: f64,
+}
+
+impl Settings {
+    fn read() -> Settings {
+        let ttl_ms = gucs::int_setting(&gucs::LEASE_TTL) as i64 * 1000;
+        let margin_ms = (gucs::int_setting(&gucs::LEASE_MARGIN) as i64 * 1000).min(ttl_ms / 2);
+        Settings {
+            mode: gucs::lease_mode(),
+            conninfo: gucs::string_setting(&gucs::REGISTRY),
+            ttl_ms,
+            margin_ms,
+            retire_s: gucs::int_setting(&gucs::LEASE_RETIRE) as f64,
+        }
+    }
+    /// How long this node may generate after a successful round: ttl - margin.
+    fn valid_ms(&self) -> i64 {
+        self.ttl_ms - self.margin_ms
+    }
+    /// Renew three times per local validity.
+    fn renew_every_ms(&self) -> i64 {
+        (self.valid_ms() / 3).max(200)
+    }
+    /// Bound of every registry operation: a quarter of the validity, 0.5 .. 10 s.
+    fn timeout(&self) -> Duration {
+        Duration::from_millis((self.valid_ms() / 4).clamp(500, 10_000) as u64)
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn holder() -> Holder {
+    Holder {
+        // SAFETY: the control file's identifier, set at startup.
+        system_identifier: unsafe { pg_sys::GetSystemIdentifier() }.to_string(),
+        node_name: gucs::string_setting(&gucs::NODE_NAME),
+        host: hostname(),
+        // SAFETY: set by the postmaster from `port` before any child starts.
+        port: unsafe { pg_sys::PostPortNumber },
+        token: super::token(),
+    }
+}
+
+struct Worker {
+    sh: &'static shmem::LeaseShared,
+    reg: Registry,
+    me: Holder,
+    /// The id this worker holds or tries (auto: kept across rounds, sticky), and whether the
+    /// registry granted it in the last round.
+    id: Option<i64>,
+    held: bool,
+    last_logged: Option<(State, String)>,
+}
+
+impl Worker {
+    /// Sets the shared state, and logs it when it changed (LOG for good news, WARNING otherwise).
+    fn set(&mut self, state: State, info: String) {
+        self.sh.set(state, &info);
+        let key = (state, info.clone());
+        if self.last_logged.as_ref() != Some(&key) {
+            let msg = if info.is_empty() {
+                format!("pg_idgen lease: {}", state.name())
+            } else {
+                format!("pg_idgen lease: {}: {info}", state.name())
+            };
+            if matches!(state, State::Held | State::Released | State::Standby) {
+                pgrx::log!("{msg}");
+            } else {
+                pgrx::warning!("{msg}");
+            }
+            self.last_logged = Some(key);
+        }
+    }
+
+    /// Gives up the id locally first (no backend may use it any more), then in the registry.
+    fn drop_id(&mut self) {
+        self.sh.publish(None, 0);
+        if let (Some(id), true) = (self.id, self.held) {
+            let _ = self.reg.release(&self.me, id);
+        }
+        self.id = None;
+        self.held = false;
+    }
+
+    /// One claim-or-renew round; true when the lease is held afterwards.
+    fn round(&mut self, st: &Settings) -> bool {
+        if st.conninfo.trim().is_empty() {
+            self.sh.publish(None, 0);
+            self.set(State::Misconfigured, "pg_idgen.registry is not set".into());
+            return false;
+        }
+        self.reg.configure(&st.conninfo, st.timeout());
+        let wanted = match st.mode {
+            LeaseMode::Off => return false,
+            LeaseMode::Fixed => match gucs::worker_id_setting() {
+                Some(w) if (w as i64) <= gucs::LEASE_MAX_WORKER => Some(w as i64),
+                Some(w) => {
+                    self.drop_id();
+                    self.set(
+                        State::Misconfigured,
+                        format!("worker id {w} is above {} and cannot be leased", gucs::LEASE_MAX_WORKER),
+                    );
+                    return false;
+                }
+                None => {
+                    self.drop_id();
+                    self.set(
+                        State::Misconfigured,
+                        "pg_idgen.lease_mode = fixed needs pg_idgen.worker_id in postgresql.conf".into(),
+                    );
+                    return false;
+                }
+            },
+            LeaseMode::Auto => self.id,
+        };
+        if self.id.is_some() && wanted != self.id {
+            self.drop_id(); // fixed id changed by a reload
+        }
+        let t0 = monotonic_ms();
+        let id = match wanted {
+            Some(id) => id,
+            None => {
+                let (lo, hi) = gucs::lease_range();
+                match self.reg.choose(&self.me, lo, hi, st.retire_s) {
+                    Ok(Some(id)) => id,
+                    Ok(None) => {
+                        self.set(
+                            State::Exhausted,
+                            format!("every worker id of pg_idgen.lease_range {lo}-{hi} is leased or not yet retired"),
+                        );
+                        return false;
+                    }
+                    Err(e) => {
+                        self.sh.failures.fetch_add(1, Ordering::Relaxed);
+                        self.set(State::Unreachable, e);
+                        return false;
+                    }
+                }
+            }
+        };
+        let claim = Claim {
+            worker_id: id,
+            fixed: st.mode == LeaseMode::Fixed,
+            ttl_s: st.ttl_ms as f64 / 1000.0,
+            retire_s: st.retire_s,
+        };
+        match self.reg.claim(&self.me, &claim) {
+            Ok(Outcome::Granted { since_ms }) => {
+                let until = t0 + st.valid_ms();
+                self.sh.publish(Some(id), until.max(0) as u64);
+                self.sh.since_ms.store(since_ms, Ordering::Relaxed);
+                self.sh.renewals.fetch_add(1, Ordering::Relaxed);
+                self.id = Some(id);
+                self.held = true;
+                self.set(State::Held, format!("worker id {id}"));
+                true
+            }
+            Ok(Outcome::Taken(other)) => {
+                // Never ours (any more): stop at once, whatever the local validity said.
+                self.sh.publish(Some(id), 0);
+                self.sh.conflicts.fetch_add(1, Ordering::Relaxed);
+                // auto: choose again next round (a node's own sticky id is chosen again, and
+                // refused again while the other holder keeps it: a clone never takes it over).
+                self.id = if st.mode == LeaseMode::Auto { None } else { Some(id) };
+                self.held = false;
+                self.set(State::Taken, format!("worker id {id} is leased by {}", other.text));
+                false
+            }
+            Err(e) => {
+                // Keep the validity already granted: generation goes on until it runs out.
+                self.sh.failures.fetch_add(1, Ordering::Relaxed);
+                self.set(State::Unreachable, e);
+                false
+            }
+        }
+    }
+}
+
+enum Wake {
+    Go,
+    Term,
+    PostmasterDied,
+}
+
+/// Waits on the worker's latch for at most `ms`; handles pending interrupts (procsignal
+/// barriers: the worker is connected, so other backends may wait for it to absorb them).
+fn wait(ms: i64) -> Wake {
+    // SAFETY: MyLatch is this process's latch; the flags and the wait event are PostgreSQL's.
+    let rc = unsafe {
+        let rc = pg_sys::WaitLatch(
+            pg_sys::MyLatch,
+            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_POSTMASTER_DEATH) as i32,
+            ms,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
+        pg_sys::ResetLatch(pg_sys::MyLatch);
+        rc
+    };
+    pgrx::check_for_interrupts!();
+    if rc & pg_sys::WL_POSTMASTER_DEATH as i32 != 0 {
+        Wake::PostmasterDied
+    } else if BackgroundWorker::sigterm_received() {
+        Wake::Term
+    } else {
+        Wake::Go
+    }
+}
+
+/// The postmaster died (kill -9): stop generating, but do NOT release. Orphaned backends may
+/// still be generating until they notice; the lease must run out by itself.
+fn postmaster_died(sh: &shmem::LeaseShared) -> ! {
+    sh.invalidate();
+    // SAFETY: ends this process, as PostgreSQL's processes do when the postmaster is gone.
+    unsafe { pg_sys::proc_exit(1) }
+}
+
+#[pg_guard]
+#[no_mangle]
+pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    BackgroundWorker::connect_worker_to_spi(None, None);
+    let Some(sh) = shmem::shared() else { return };
+    let reg = match Registry::new() {
+        Ok(r) => r,
+        Err(e) => {
+            sh.set(State::Misconfigured, &e);
+            pgrx::error!("pg_idgen lease worker: cannot start its registry client: {e}");
+        }
+    };
+    let mut w = Worker { sh, reg, me: holder(), id: None, held: false, last_logged: None };
+    // A worker restarted after an error (or pg_terminate_backend) continues the lease of its
+    // predecessor: same token, so its first round is a renewal.
+    if let (Some(id), _) = shmem::unpack(sh.word.load(Ordering::Acquire)) {
+        w.id = Some(id);
+        w.held = sh.state() == State::Held;
+    }
+    let mut next_round = 0i64;
+    let mut was_standby = false;
+    loop {
+        if BackgroundWorker::sighup_received() {
+            // SAFETY: on the worker's main thread, outside any transaction, as PostgreSQL's own
+            // background workers reload their configuration.
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+            next_round = 0; // apply new settings (registry, ttl) at once
+        }
+        let st = Settings::read();
+        // SAFETY: reads shared recovery state; valid in any process attached to shared memory.
+        if unsafe { pg_sys::RecoveryInProgress() } {
+            if !was_standby {
+                sh.publish(None, 0);
+                w.set(State::Standby, "a standby holds no lease; it claims one when promoted".into());
+                was_standby = true;
+            }
+            match wait(500) {
+                Wake::Go => continue,
+                Wake::Term => break,
+                Wake::PostmasterDied => postmaster_died(sh),
+            }
+        }
+        let now = monotonic_ms();
+        if now >= next_round {
+            let ok = w.round(&st);
+            let after = monotonic_ms();
+            next_round = if ok { now + st.renew_every_ms() } else { after + st.renew_every_ms().min(1000) };
+        }
+        match wait((next_round - monotonic_ms()).clamp(10, 1000)) {
+            Wake::Go => {}
+            Wake::Term => break,
+            Wake::PostmasterDied => postmaster_died(sh),
+        }
+    }
+    // SIGTERM: stop generating, then release.
+    sh.invalidate();
+    if let (Some(id), true) = (w.id, w.held) {
+        match w.reg.release(&w.me, id) {
+            Ok(_) => w.set(State::Released, format!("worker id {id} released")),
+            Err(e) => {
+                pgrx::warning!("pg_idgen lease: could not release worker id {id}; it expires by itself: {e}")
+            }
+        }
+    }
+    w.reg.disconnect();
+    // SAFETY: ends the worker; exit code 1 lets the postmaster restart it after a
+    // pg_terminate_backend() (nothing is restarted during a shutdown).
+    unsafe { pg_sys::proc_exit(1) };
+}
