@@ -142,7 +142,8 @@ impl Registry {
                 "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e \
                  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
                  WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen' \
-                 AND pg_catalog.to_regclass(pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.pg_idgen_leases') IS NOT NULL",
+                 AND EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.relnamespace OPERATOR(pg_catalog.=) n.oid \
+                             AND c.relname OPERATOR(pg_catalog.=) 'pg_idgen_leases')",
                 &[],
             ),
         )?;
