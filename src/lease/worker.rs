@@ -116,7 +116,10 @@ impl Worker {
     /// Sets the shared state, and logs it when it changed (LOG for good news, WARNING otherwise).
     fn set(&mut self, state: State, info: String) {
         self.sh.set(state, &info);
-        let key = (state, info.clone());
+        // Logged once per state and holder: the other holder's renewals change only the end of
+        // its lease, which must not make a WARNING per round.
+        let stable = info.split(", lease until ").next().unwrap_or_default().to_string();
+        let key = (state, stable);
         if self.last_logged.as_ref() != Some(&key) {
             let msg = if info.is_empty() {
                 format!("pg_idgen lease: {}", state.name())

@@ -237,5 +237,7 @@ wait_for "7: the terminated lease worker released the lease" released
 wait_for "7: the postmaster restarted the lease worker" new_worker
 wait_for "7: node 3 holds a lease again" state_is "${N[3]}" held
 check "7: node 3 has the same id" "$(q "${N[3]}" "SELECT worker_id FROM uid_decode(snowflake_next())")" == "${ID[3]}"
+check "7: the old primary logged the refusal once, not at every renewal of the holder" \
+    "$(grep -c 'WARNING:  pg_idgen lease: held by another node' "$("$CLUSTER" pgdata "${N[1]}")/log/postgresql.log")" -eq 1
 
 finish
