@@ -271,10 +271,13 @@ fn wait(ms: i64) -> Wake {
 
 /// The postmaster died (kill -9): stop generating, but do NOT release. Orphaned backends may
 /// still be generating until they notice; the lease must run out by itself.
+// proc_exit is `-> !` in the bindings of 15-17, `-> ()` in 18's (pg_noreturn moved).
+#[allow(unreachable_code)]
 fn postmaster_died(sh: &shmem::LeaseShared) -> ! {
     sh.invalidate();
     // SAFETY: ends this process, as PostgreSQL's processes do when the postmaster is gone.
-    unsafe { pg_sys::proc_exit(1) }
+    unsafe { pg_sys::proc_exit(1) };
+    unreachable!("proc_exit returned")
 }
 
 #[pg_guard]
