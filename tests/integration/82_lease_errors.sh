@@ -15,6 +15,8 @@
 #     3000 s: B takes 1 (retired), A keeps 0.
 #  6. B in fixed mode without pg_idgen.worker_id: 'misconfigured', 55000 "not configured"; with
 #     worker_id 5: held; a session with pg_idgen.worker_id = 6 is refused (not leased).
+#  7. scripts/fleet.sh start --lease (aggregator = registry, 2 nodes, ports 28995-28997): the
+#     nodes hold the ids 1 and 2, `status` shows them, their ids decode to them.
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
@@ -109,5 +111,23 @@ check "6: snowflake_worker(): source setting, lease held" \
     "$(q "$B" "SELECT worker_id || ' ' || source || ' ' || (lease LIKE 'held (fixed mode, valid %')::text FROM snowflake_worker()")" == "5 setting true"
 expect_sql_error "$B" 55000 'pg_idgen worker id 6 is not leased by this node: its lease is for worker id 5' \
     "SET pg_idgen.worker_id = 6" "SELECT snowflake_next()"
+
+# ---- 7. scripts/fleet.sh --lease ----
+FLEET=$ROOT/scripts/fleet.sh
+F=it_lfleet
+RUN_DIR=$("$CLUSTER" rundir)
+for c in "${F}agg" "${F}1" "${F}2"; do register_cluster "$c"; done
+trap 'rc=$?; set +e; rm -f "$RUN_DIR/$F.fleet"; (exit $rc); cleanup' EXIT
+"$FLEET" start --name "$F" --nodes 2 --base-port "$(itport 28995)" --lease --lease-ttl 6 >"$TMP/fleet.out" 2>&1 \
+    || { cat "$TMP/fleet.out"; ko "7: fleet.sh start --lease failed"; }
+st=$("$FLEET" status --name "$F" 2>&1 || true)
+log "7: fleet.sh status: $(tr '\n' ';' <<<"$st")"
+check_match "7: status shows node 1 holding a lease" "$st" 'node1 +it_lfleet1 +port [0-9]+ +worker_id [12] \(lease held\) +running'
+check_match "7: status shows node 2 holding a lease" "$st" 'node2 +it_lfleet2 +port [0-9]+ +worker_id [12] \(lease held\) +running'
+w1=$("$FLEET" psql --name "$F" 1 -At -c "SELECT worker_id FROM uid_decode(snowflake_next())")
+w2=$("$FLEET" psql --name "$F" 2 -At -c "SELECT worker_id FROM uid_decode(snowflake_next())")
+check "7: the two nodes generate with the ids 1 and 2" "$(printf '%s\n' "$w1" "$w2" | sort | tr '\n' ' ')" == "1 2 "
+check "7: the aggregator's registry has both leases" \
+    "$("$FLEET" psql --name "$F" agg -At -c "SELECT string_agg(node_name, ',' ORDER BY node_name) FROM pg_idgen_leases WHERE released_at IS NULL")" == "node1,node2"
 
 finish
