@@ -50,7 +50,7 @@ pub static LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(5);
 pub static LEASE_RETIRE: GucSetting<i32> = GucSetting::<i32>::new(604_800);
 /// Highest worker id a lease can hold: the id shares one 64-bit shared word with the lease's
 /// end (`lease::shmem`), in 24 bits.
-pub const LEASE_MAX_WORKER: i64 = (1 << 24) - 2;
+pub const LEASE_MAX_WORKER: i64 = pg_idgen_core::lease::MAX_WORKER;
 
 /// `pg_idgen.lease_mode`: whether worker ids are leased from a registry (`lease`).
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
@@ -130,16 +130,7 @@ pub fn int_setting(setting: &'static GucSetting<i32>) -> i32 {
 
 /// Parses `pg_idgen.lease_range`: `lo-hi`, both within 0 .. max.
 pub fn parse_lease_range(text: &str, max: i64) -> Result<(i64, i64), String> {
-    let (lo, hi) =
-        text.trim().split_once('-').ok_or_else(|| format!("\"{text}\" is not a range \"lo-hi\""))?;
-    let parse = |v: &str| v.trim().parse::<i64>().map_err(|_| format!("\"{}\" is not an integer", v.trim()));
-    let (lo, hi) = (parse(lo)?, parse(hi)?);
-    if lo < 0 || lo > hi || hi > max {
-        return Err(format!(
-            "the range must satisfy 0 <= lo <= hi <= {max} (the layout's largest worker id)"
-        ));
-    }
-    Ok((lo, hi))
+    pg_idgen_core::lease::parse_range(text, max)
 }
 
 /// `pg_idgen.lease_range` as numbers (validated at start).

@@ -76,7 +76,7 @@ pub fn generation_worker() -> i64 {
             _ => false,
         };
         if agrees && (monotonic_ms() as u64) < until {
-            return id;
+            return id; // = pg_idgen_core::lease::valid_for(word, id, now), unpacked once
         }
     }
     refuse(sh, mode, configured, id, until)

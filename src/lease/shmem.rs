@@ -2,9 +2,9 @@
 //!
 //! Locking protocol (read this before touching anything below):
 //!
-//! * `word` is the whole hot-path state, in one `AtomicU64`: the leased worker id + 1 in the
-//!   high 24 bits (0: no id), and in the low 40 bits the end of the lease's local validity as
-//!   `CLOCK_MONOTONIC` milliseconds (0: not valid). `snowflake_next()` reads it with one Acquire
+//! * `word` is the whole hot-path state, in one `AtomicU64` (`pg_idgen_core::lease`): the leased
+//!   worker id + 1 in the high 24 bits (0: no id), and in the low 40 bits the end of the lease's
+//!   local validity as `CLOCK_MONOTONIC` milliseconds (0: not valid). `snowflake_next()` reads it with one Acquire
 //!   load and compares it with the monotonic clock; it takes no lock. Only the lease worker
 //!   writes it (Release stores), so the id and its validity always change together.
 //! * The worker lowers the validity (stores a word with 0 ms) *before* it releases a lease or
@@ -27,8 +27,6 @@ use crate::lock::LockGuard;
 const SHMEM_NAME: &std::ffi::CStr = c"pg_idgen lease";
 const TRANCHE_NAME: &std::ffi::CStr = c"pg_idgen lease";
 const INFO_LEN: usize = 1024;
-const VALID_BITS: u32 = 40;
-const VALID_MASK: u64 = (1 << VALID_BITS) - 1;
 
 /// What the lease worker is doing, for `snowflake_worker()`, `snowflake_lease()` and messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,18 +98,7 @@ pub struct LeaseShared {
 
 static mut SHARED: *mut LeaseShared = std::ptr::null_mut();
 
-/// Packs a worker id (or none) and a validity end (monotonic ms; 0 = not valid).
-pub fn pack(worker: Option<i64>, valid_until_ms: u64) -> u64 {
-    let id = worker.map_or(0, |w| (w as u64 + 1) & 0xFF_FFFF);
-    id << VALID_BITS | (valid_until_ms & VALID_MASK)
-}
-
-/// The worker id and validity end of a packed word.
-#[inline]
-pub fn unpack(word: u64) -> (Option<i64>, u64) {
-    let id = word >> VALID_BITS;
-    ((id != 0).then(|| id as i64 - 1), word & VALID_MASK)
-}
+pub use pg_idgen_core::lease::{pack, unpack};
 
 /// From the shared-memory request hook.
 pub unsafe fn request_shmem() {

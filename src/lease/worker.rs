@@ -55,7 +55,10 @@ struct Settings {
 impl Settings {
     fn read() -> Settings {
         let ttl_ms = gucs::int_setting(&gucs::LEASE_TTL) as i64 * 1000;
-        let margin_ms = (gucs::int_setting(&gucs::LEASE_MARGIN) as i64 * 1000).min(ttl_ms / 2);
+        let margin_ms = pg_idgen_core::lease::effective_margin_ms(
+            ttl_ms,
+            gucs::int_setting(&gucs::LEASE_MARGIN) as i64 * 1000,
+        );
         Settings {
             mode: gucs::lease_mode(),
             conninfo: gucs::string_setting(&gucs::REGISTRY),
@@ -209,8 +212,8 @@ impl Worker {
         };
         match self.reg.claim(&self.me, &claim) {
             Ok(Outcome::Granted { since_ms }) => {
-                let until = t0 + st.valid_ms();
-                self.sh.publish(Some(id), until.max(0) as u64);
+                let until = pg_idgen_core::lease::valid_until_ms(t0, st.ttl_ms, st.margin_ms);
+                self.sh.publish(Some(id), until);
                 self.sh.since_ms.store(since_ms, Ordering::Relaxed);
                 self.sh.renewals.fetch_add(1, Ordering::Relaxed);
                 self.id = Some(id);
