@@ -26,6 +26,12 @@
 #     lease_ttl = 9 s: its next renewals are 9 s leases; its
 #     lease worker terminated (pg_terminate_backend) releases the lease, is restarted by the
 #     postmaster and holds the same id again.
+#  8. split brain: the promoted node of 6 (now restarted with pg_idgen.registry from
+#     postgresql.auto.conf) gets a streaming standby; a session generates on it while its
+#     registry setting is pointed at a closed port (reload: cut off from the registry) and the
+#     standby is promoted beside it. The cut-off node generates until its lease runs out, then
+#     refuses (55000); the new primary generates only once that lease has expired, after the
+#     cut-off node's last id (by time), and above every id of it.
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
@@ -239,5 +245,44 @@ wait_for "7: node 3 holds a lease again" state_is "${N[3]}" held
 check "7: node 3 has the same id" "$(q "${N[3]}" "SELECT worker_id FROM uid_decode(snowflake_next())")" == "${ID[3]}"
 check "7: the old primary logged the refusal once, not at every renewal of the holder" \
     "$(grep -c 'WARNING:  pg_idgen lease: held by another node' "$("$CLUSTER" pgdata "${N[1]}")/log/postgresql.log")" -eq 1
+
+# ---- 8. split brain: the holder cut off from the registry, its standby promoted beside it ----
+"$CLUSTER" stop "${N[1]}" fast 2>/dev/null    # the old primary of 6 would compete for the id
+NOREG=(-c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto -c pg_idgen.lease_ttl=$TTL
+       -c pg_idgen.lease_margin=$MARGIN -c pg_idgen.lease_range=0-9 -c pg_idgen.node_name=n1)
+q "$SB" "ALTER SYSTEM SET pg_idgen.registry = '$REGINFO'" >/dev/null
+cluster_start "$SB" 28987 "${NOREG[@]}"
+wait_for "8: the holder, restarted with the registry from postgresql.auto.conf, holds the lease" state_is "$SB" held
+SB2=it_lstby2
+standby_start "$SB2" "$SB" 28988 "${LEASE[@]}" -c pg_idgen.node_name=n1
+wait_for "8: its standby says 'standby'" state_is "$SB2" standby
+{
+    while true; do echo "COPY (SELECT snowflake_next() FROM generate_series(1, 200)) TO STDOUT;"; sleep 0.02; done
+} 2>/dev/null | "$CLUSTER" psql "$SB" >"$TMP/cut.ids" 2>"$TMP/cut.err" &
+gp=$!; BG_PIDS+=("$gp")
+for i in $(seq 1 400); do [ "$(wc -l <"$TMP/cut.ids")" -ge 1000 ] && break; sleep 0.05; done
+q "$SB" "ALTER SYSTEM SET pg_idgen.registry = 'host=127.0.0.1 port=$(itport 28989) user=postgres dbname=postgres'" \
+    "SELECT pg_reload_conf()" >/dev/null
+wait_for "8: the cut-off holder notices" state_is "$SB" "registry unreachable"
+LC=$(regq "SELECT lease_until FROM pg_idgen_leases WHERE worker_id = ${ID[1]}")   # its last renewal
+"$CLUSTER" promote "$SB2" 2>/dev/null
+check "8: the standby is promoted beside the cut-off holder" "$(q "$SB2" "SELECT pg_is_in_recovery()")" == f
+wait_for "8: the new primary generates once the cut-off holder's lease has expired" generates "$SB2"
+rc=0; wait "$gp" 2>/dev/null || rc=$?
+check_match "8: the cut-off holder's session ended with 55000 'has run out'" "$(cat "$TMP/cut.err")" \
+    "ERROR: +pg_idgen cannot generate: the lease of worker id ${ID[1]} has run out and the registry cannot be reached"
+CM=$(sort -n "$TMP/cut.ids" | tail -1)
+log "8: the cut-off holder returned $(wc -l <"$TMP/cut.ids") ids (max $CM at $(regq "SELECT ts FROM uid_decode($CM)")); its lease ran until $LC"
+check "8: registry: the new primary took the id after the cut-off holder's lease ended" \
+    "$(regq "SELECT port || ' ' || (since >= '$LC'::timestamptz)::text FROM pg_idgen_leases WHERE worker_id = ${ID[1]}")" == "$(itport 28988) true"
+check "8: the cut-off holder's last id is older than the new primary's lease" \
+    "$(regq "SELECT (u.ts < l.since)::text FROM uid_decode($CM) u, pg_idgen_leases l WHERE l.worker_id = ${ID[1]}")" == true
+q "$SB2" "COPY (SELECT snowflake_next() FROM generate_series(1, 10000)) TO STDOUT" >"$TMP/new2.ids"
+regq "CREATE TABLE cut_ids (id bigint)" "CREATE TABLE new2_ids (id bigint)" >/dev/null
+regq "COPY cut_ids FROM STDIN" <"$TMP/cut.ids" >/dev/null
+regq "COPY new2_ids FROM STDIN" <"$TMP/new2.ids" >/dev/null
+check "8: the new primary's ids are all above the cut-off holder's" "$(regq "SELECT count(*) FROM new2_ids WHERE id <= $CM")" -eq 0
+check "8: no id in common" "$(regq "SELECT count(*) FROM new2_ids JOIN cut_ids USING (id)")" -eq 0
+check "8: the cut-off holder's ids are distinct" "$(regq "SELECT count(*) - count(DISTINCT id) FROM cut_ids")" -eq 0
 
 finish
