@@ -32,6 +32,11 @@
 #     standby is promoted beside it. The cut-off node generates until its lease runs out, then
 #     refuses (55000); the new primary generates only once that lease has expired, after the
 #     cut-off node's last id (by time), and above every id of it.
+#  9. a registry that stops answering (its processes SIGSTOPped: connections are accepted by the
+#     kernel, nothing replies): node 3's worker gives up each operation after its bound ("no
+#     answer within"), node 3 refuses once its lease ran out, and stops (fast) although its
+#     release cannot be sent (the log says it expires by itself); the registry resumes (SIGCONT)
+#     and node 3, restarted, gets its id back once the unreleased lease has expired.
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
@@ -64,6 +69,7 @@ wait_for() {
     return 1
 }
 state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
+detail_matches() { [[ "$(lease "$1" detail 2>/dev/null)" =~ $2 ]]; }
 generates() { q "$1" "SELECT snowflake_next()" >/dev/null 2>&1; }
 regq() { q "$R" "$@"; }
 log_has() { grep -qE "$2" "$("$CLUSTER" pgdata "$1")/log/postgresql.log"; }
@@ -284,5 +290,22 @@ regq "COPY new2_ids FROM STDIN" <"$TMP/new2.ids" >/dev/null
 check "8: the new primary's ids are all above the cut-off holder's" "$(regq "SELECT count(*) FROM new2_ids WHERE id <= $CM")" -eq 0
 check "8: no id in common" "$(regq "SELECT count(*) FROM new2_ids JOIN cut_ids USING (id)")" -eq 0
 check "8: the cut-off holder's ids are distinct" "$(regq "SELECT count(*) - count(DISTINCT id) FROM cut_ids")" -eq 0
+
+# ---- 9. a registry that hangs ----
+rpm=$(head -1 "$("$CLUSTER" pgdata "$R")/postmaster.pid")
+rkids=$(pgrep -P "$rpm" || true)
+thaw() { kill -CONT "$rpm" $rkids 2>/dev/null || true; }
+trap 'rc=$?; thaw; (exit $rc); cleanup' EXIT
+kill -STOP "$rpm" $rkids
+wait_for "9: node 3's worker gives up on the hanging registry after its bound" detail_matches "${N[3]}" 'no answer within [0-9]+ ms'
+wait_for "9: node 3 refuses once its lease ran out" not_generates "${N[3]}"
+if "$CLUSTER" stop "${N[3]}" fast 2>/dev/null; then ok "9: node 3 stops while the registry hangs"; else ko "9: node 3 did not stop"; fi
+if log_has "${N[3]}" "could not release worker id ${ID[3]}; it expires by itself"; then
+    ok "9: node 3's log says its lease expires by itself"; else ko "9: node 3's log does not say its lease expires by itself"; fi
+thaw
+check "9: the registry answers again" "$(regq "SELECT 1")" == 1
+node_start "${N[3]}" 28984 n3
+wait_for "9: node 3 restarted gets its id back once the unreleased lease expired" state_is "${N[3]}" held
+check "9: node 3 has its id" "$(q "${N[3]}" "SELECT worker_id FROM uid_decode(snowflake_next())")" == "${ID[3]}"
 
 finish
