@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 81_lease — worker ids leased from a registry (issue 14), on loopback: a registry cluster (the
 # pg_idgen extension in database postgres) and nodes with pg_idgen.lease_ttl = 6 s,
-# pg_idgen.lease_margin = 1 s, ports 28981-28987 (+ IT_PORT_OFFSET).
+# pg_idgen.lease_margin = 1 s, ports 28983-28990 and 28998 (+ IT_PORT_OFFSET).
 #  1. three nodes in auto mode (lease_range 0-9, node names n1-n3) get three distinct ids; the
 #     registry has one row per node; snowflake_worker() says source 'lease'.
 #  2. restarted (clean stop: the lease is released), each gets its id back (sticky).
@@ -46,8 +46,8 @@ N=(it_ln0 it_ln1 it_ln2 it_ln3)            # N[1..3]: auto nodes; N[0] unused
 N4=it_ln4
 CL=it_lclone
 SB=it_lstby
-RPORT=$(itport 28981)
-P=(0 $(itport 28982) $(itport 28983) $(itport 28984))
+RPORT=$(itport 28983)
+P=(0 $(itport 28984) $(itport 28985) $(itport 28986))
 TTL=6
 MARGIN=1
 REGINFO="host=127.0.0.1 port=$RPORT user=postgres dbname=postgres"
@@ -75,13 +75,13 @@ regq() { q "$R" "$@"; }
 log_has() { grep -qE "$2" "$("$CLUSTER" pgdata "$1")/log/postgresql.log"; }
 
 # ---- 0. the registry ----
-cluster_start "$R" 28981 -c pg_idgen.worker_id=-1
+cluster_start "$R" 28983 -c pg_idgen.worker_id=-1
 q "$R" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 check "0: registry: pg_idgen_leases exists and is empty" "$(regq "SELECT count(*) FROM pg_idgen_leases")" -eq 0
 
 # ---- 1. three nodes, automatic ids ----
 for k in 1 2 3; do
-    node_start "${N[$k]}" "$((28981 + k))" "n$k"
+    node_start "${N[$k]}" "$((28983 + k))" "n$k"
     q "${N[$k]}" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 done
 for k in 1 2 3; do wait_for "1: node $k holds a lease" state_is "${N[$k]}" held; done
@@ -101,7 +101,7 @@ check "1: an id of n1 decodes to its leased worker id" \
 # ---- 2. restarts keep the ids ----
 for k in 1 2 3; do "$CLUSTER" stop "${N[$k]}" fast 2>/dev/null; done
 check "2: clean stops released the three leases" "$(regq "SELECT count(*) FROM pg_idgen_leases WHERE released_at IS NOT NULL")" -eq 3
-for k in 3 2 1; do node_start "${N[$k]}" "$((28981 + k))" "n$k"; done   # in reverse order
+for k in 3 2 1; do node_start "${N[$k]}" "$((28983 + k))" "n$k"; done   # in reverse order
 for k in 1 2 3; do wait_for "2: node $k holds a lease again" state_is "${N[$k]}" held; done
 for k in 1 2 3; do check "2: node $k got its id back" "$(lease "${N[$k]}" worker_id)" == "${ID[$k]}"; done
 
@@ -127,7 +127,7 @@ expect_sql_error "${N[3]}" 55000 "worker id $other is not leased by this node: i
     "SET pg_idgen.worker_id = $other" "SELECT snowflake_next()"
 
 # ---- 4. a fixed node with node 2's id ----
-node_start "$N4" 28985 n4 -c pg_idgen.lease_mode=fixed -c "pg_idgen.worker_id=${ID[2]}"
+node_start "$N4" 28987 n4 -c pg_idgen.lease_mode=fixed -c "pg_idgen.worker_id=${ID[2]}"
 q "$N4" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 wait_for "4: node 4 (fixed ${ID[2]}) sees the id held by another node" state_is "$N4" "held by another node"
 SYS2=$(regq "SELECT system_identifier FROM pg_idgen_leases WHERE worker_id = ${ID[2]}")
@@ -149,7 +149,7 @@ wait_for "4: node 4 generates once node 2's lease has expired" generates "$N4"
 check "4: registry: node 4 took the id only after node 2's lease ended" \
     "$(regq "SELECT node_name || ' ' || (since >= '$L2'::timestamptz)::text FROM pg_idgen_leases WHERE worker_id = ${ID[2]}")" == "n4 true"
 check "4: node 4's ids decode to ${ID[2]}" "$(q "$N4" "SELECT worker_id FROM uid_decode(snowflake_next())")" == "${ID[2]}"
-node_start "${N[2]}" 28983 n2
+node_start "${N[2]}" 28985 n2
 wait_for "4: node 2 restarted holds a lease" state_is "${N[2]}" held
 new2=$(lease "${N[2]}" worker_id)
 check "4: node 2 got another id than before and than the other nodes ($new2)" \
@@ -167,15 +167,15 @@ not_generates() { ! generates "$1"; }
 wait_for "5: node 1 refuses once its lease ran out" not_generates "${N[1]}"
 expect_sql_error "${N[1]}" 55000 "the lease of worker id ${ID[1]} has run out and the registry cannot be reached" "SELECT snowflake_next()"
 check "5: node 1 counted registry failures" "$(lease "${N[1]}" "(failures > 0)::text")" == true
-cluster_start "$R" 28981 -c pg_idgen.worker_id=-1
+cluster_start "$R" 28983 -c pg_idgen.worker_id=-1
 wait_for "5: node 1 generates again once the registry is back" generates "${N[1]}"
 check "5: node 1 still has its id" "$(lease "${N[1]}" worker_id)" == "${ID[1]}"
 
 # ---- 6. clone, failover, old primary ----
-standby_start "$SB" "${N[1]}" 28987 "${LEASE[@]}" -c pg_idgen.node_name=n1
+standby_start "$SB" "${N[1]}" 28989 "${LEASE[@]}" -c pg_idgen.node_name=n1
 wait_for "6: the standby says 'standby'" state_is "$SB" standby
 expect_sql_error "$SB" 25006 'during recovery' "SELECT snowflake_next()"
-standby_start "$CL" "${N[1]}" 28986 "${LEASE[@]}" -c pg_idgen.node_name=n1
+standby_start "$CL" "${N[1]}" 28988 "${LEASE[@]}" -c pg_idgen.node_name=n1
 "$CLUSTER" promote "$CL" 2>/dev/null
 check "6: the copy runs as an independent primary" "$(q "$CL" "SELECT pg_is_in_recovery()")" == f
 SYS1=$(regq "SELECT system_identifier FROM pg_idgen_leases WHERE worker_id = ${ID[1]}")
@@ -214,7 +214,7 @@ check "6: node 1 returned ids before it was killed" "$(wc -l <"$TMP/old.ids")" -
 check "6: the standby is promoted" "$(q "$SB" "SELECT pg_is_in_recovery()")" == f
 wait_for "6: the promoted standby generates once node 1's lease has expired" generates "$SB"
 check "6: registry: the promoted standby took the id after node 1's lease ended" \
-    "$(regq "SELECT port || ' ' || (since >= '$L1'::timestamptz)::text FROM pg_idgen_leases WHERE worker_id = ${ID[1]}")" == "$(itport 28987) true"
+    "$(regq "SELECT port || ' ' || (since >= '$L1'::timestamptz)::text FROM pg_idgen_leases WHERE worker_id = ${ID[1]}")" == "$(itport 28989) true"
 q "$SB" "COPY (SELECT snowflake_next() FROM generate_series(1, 10000)) TO STDOUT" >"$TMP/new.ids"
 regq "CREATE TABLE old_ids (id bigint)" "CREATE TABLE new_ids (id bigint)" >/dev/null
 regq "COPY old_ids FROM STDIN" <"$TMP/old.ids" >/dev/null
@@ -223,17 +223,17 @@ check "6: promoted: 10,000 distinct ids" "$(regq "SELECT count(DISTINCT id) FROM
 check "6: promoted: every id above node 1's largest ($M)" "$(regq "SELECT count(*) FROM new_ids WHERE id <= $M")" -eq 0
 check "6: promoted: ids decode to node 1's worker id" \
     "$(regq "SELECT count(*) FROM new_ids, uid_decode(id) u WHERE u.worker_id <> ${ID[1]}")" -eq 0
-node_start "${N[1]}" 28982 n1
+node_start "${N[1]}" 28984 n1
 check "6: the old primary runs as a primary again" "$(q "${N[1]}" "SELECT pg_is_in_recovery()")" == f
 wait_for "6: the old primary sees the id held by another node" state_is "${N[1]}" "held by another node"
-expect_sql_error "${N[1]}" 55000 "worker id ${ID[1]} is leased by node \"n1\" \\(host [^,]+, port $(itport 28987), system identifier $SYS1\\)" "SELECT snowflake_next()"
+expect_sql_error "${N[1]}" 55000 "worker id ${ID[1]} is leased by node \"n1\" \\(host [^,]+, port $(itport 28989), system identifier $SYS1\\)" "SELECT snowflake_next()"
 check "6: the promoted standby still generates" "$(q "$SB" "SELECT worker_id FROM uid_decode(snowflake_next())")" == "${ID[1]}"
 
 # ---- 7. reload, restarted worker ----
 # restarted with lease_ttl from postgresql.auto.conf (a -c option would override ALTER SYSTEM)
 ttl_is() { [ "$(regq "SELECT extract(epoch FROM lease_until - renewed_at)::int FROM pg_idgen_leases WHERE worker_id = ${ID[3]}")" = "$1" ]; }
 q "${N[3]}" "ALTER SYSTEM SET pg_idgen.lease_ttl = $TTL" >/dev/null
-cluster_start "${N[3]}" 28984 "${BASE[@]}" -c pg_idgen.node_name=n3
+cluster_start "${N[3]}" 28986 "${BASE[@]}" -c pg_idgen.node_name=n3
 wait_for "7: node 3 restarted holds a lease" state_is "${N[3]}" held
 check "7: node 3 kept its id" "$(lease "${N[3]}" worker_id)" == "${ID[3]}"
 check "7: its leases last lease_ttl = $TTL s" "$(ttl_is $TTL && echo yes || echo no)" == yes
@@ -257,17 +257,17 @@ check "7: the old primary logged the refusal once, not at every renewal of the h
 NOREG=(-c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto -c pg_idgen.lease_ttl=$TTL
        -c pg_idgen.lease_margin=$MARGIN -c pg_idgen.lease_range=0-9 -c pg_idgen.node_name=n1)
 q "$SB" "ALTER SYSTEM SET pg_idgen.registry = '$REGINFO'" >/dev/null
-cluster_start "$SB" 28987 "${NOREG[@]}"
+cluster_start "$SB" 28989 "${NOREG[@]}"
 wait_for "8: the holder, restarted with the registry from postgresql.auto.conf, holds the lease" state_is "$SB" held
 SB2=it_lstby2
-standby_start "$SB2" "$SB" 28988 "${LEASE[@]}" -c pg_idgen.node_name=n1
+standby_start "$SB2" "$SB" 28990 "${LEASE[@]}" -c pg_idgen.node_name=n1
 wait_for "8: its standby says 'standby'" state_is "$SB2" standby
 {
     while true; do echo "COPY (SELECT snowflake_next() FROM generate_series(1, 200)) TO STDOUT;"; sleep 0.02; done
 } 2>/dev/null | "$CLUSTER" psql "$SB" >"$TMP/cut.ids" 2>"$TMP/cut.err" &
 gp=$!; BG_PIDS+=("$gp")
 for i in $(seq 1 400); do [ "$(wc -l <"$TMP/cut.ids")" -ge 1000 ] && break; sleep 0.05; done
-q "$SB" "ALTER SYSTEM SET pg_idgen.registry = 'host=127.0.0.1 port=$(itport 28989) user=postgres dbname=postgres'" \
+q "$SB" "ALTER SYSTEM SET pg_idgen.registry = 'host=127.0.0.1 port=$(itport 28998) user=postgres dbname=postgres'" \
     "SELECT pg_reload_conf()" >/dev/null
 wait_for "8: the cut-off holder notices" state_is "$SB" "registry unreachable"
 LC=$(regq "SELECT lease_until FROM pg_idgen_leases WHERE worker_id = ${ID[1]}")   # its last renewal
@@ -280,7 +280,7 @@ check_match "8: the cut-off holder's session ended with 55000 'has run out'" "$(
 CM=$(sort -n "$TMP/cut.ids" | tail -1)
 log "8: the cut-off holder returned $(wc -l <"$TMP/cut.ids") ids (max $CM at $(regq "SELECT ts FROM uid_decode($CM)")); its lease ran until $LC"
 check "8: registry: the new primary took the id after the cut-off holder's lease ended" \
-    "$(regq "SELECT port || ' ' || (since >= '$LC'::timestamptz)::text FROM pg_idgen_leases WHERE worker_id = ${ID[1]}")" == "$(itport 28988) true"
+    "$(regq "SELECT port || ' ' || (since >= '$LC'::timestamptz)::text FROM pg_idgen_leases WHERE worker_id = ${ID[1]}")" == "$(itport 28990) true"
 check "8: the cut-off holder's last id is older than the new primary's lease" \
     "$(regq "SELECT (u.ts < l.since)::text FROM uid_decode($CM) u, pg_idgen_leases l WHERE l.worker_id = ${ID[1]}")" == true
 q "$SB2" "COPY (SELECT snowflake_next() FROM generate_series(1, 10000)) TO STDOUT" >"$TMP/new2.ids"
@@ -304,7 +304,7 @@ if log_has "${N[3]}" "could not release worker id ${ID[3]}; it expires by itself
     ok "9: node 3's log says its lease expires by itself"; else ko "9: node 3's log does not say its lease expires by itself"; fi
 thaw
 check "9: the registry answers again" "$(regq "SELECT 1")" == 1
-node_start "${N[3]}" 28984 n3
+node_start "${N[3]}" 28986 n3
 wait_for "9: node 3 restarted gets its id back once the unreleased lease expired" state_is "${N[3]}" held
 check "9: node 3 has its id" "$(q "${N[3]}" "SELECT worker_id FROM uid_decode(snowflake_next())")" == "${ID[3]}"
 
