@@ -270,10 +270,10 @@ unsafe extern "C-unwind" fn check_lease_range(
         }
         CStr::from_ptr(*newval).to_string_lossy().into_owned()
     };
-    let max = Layout::parse(&LAYOUT.get().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
-        .map(|l| (l.max_worker() as i64).min(LEASE_MAX_WORKER))
-        .unwrap_or(LEASE_MAX_WORKER);
-    match parse_lease_range(&text, max) {
+    // Syntax only: the layout may not be applied yet when this runs (the built-in default is
+    // checked before postgresql.conf's layout), and the range matters only with leases on.
+    // `init` checks it against the layout once every setting is in, when lease_mode is auto.
+    match parse_lease_range(&text, LEASE_MAX_WORKER) {
         Ok(_) => true,
         Err(e) => {
             record_startup_rejection("pg_idgen.lease_range", &e);
@@ -470,6 +470,14 @@ pub fn init(preloading: bool) {
         unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
     }
 
+    let rejected = STARTUP_REJECTION.with(|r| r.borrow().is_some());
+    if preloading && !rejected && lease_mode() == LeaseMode::Auto {
+        // Every setting of postgresql.conf is applied now: the range auto mode leases from must
+        // fit the layout (off and fixed never read it).
+        if let Err(e) = parse_lease_range(&string_setting(&LEASE_RANGE), lease_max_worker()) {
+            record_startup_rejection("pg_idgen.lease_range", &e);
+        }
+    }
     if let Some(msg) = STARTUP_REJECTION.with(|r| r.borrow_mut().take()) {
         raise(
             Code::ERRCODE_INVALID_PARAMETER_VALUE,

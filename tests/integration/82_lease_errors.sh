@@ -2,8 +2,8 @@
 # 82_lease_errors — worker id leases (issue 14): settings and registry errors, retirement. Two
 # clusters on ports 28991-28992 (+ IT_PORT_OFFSET); node A is also the registry (database reg):
 # any server of a fleet can be it.
-#  1. the server refuses to start with an invalid pg_idgen.lease_range (not a range; beyond the
-#     layout's worker ids), and the log says why.
+#  1. the server refuses to start with an invalid pg_idgen.lease_range (not a range; in auto mode,
+#     beyond the layout's worker ids), and the log says why.
 #  2. A in auto mode without pg_idgen.registry: state 'misconfigured', snowflake_next() 55000.
 #  3. registry = a database of A without the extension (set by ALTER SYSTEM + reload: the worker
 #     reloads): 'registry unreachable', the detail says to CREATE EXTENSION, 55000 with it.
@@ -54,7 +54,7 @@ try_start() {
     if [[ $why =~ $re ]]; then ok "1: $desc: the server refused to start and the log says why"; else ko "1: $desc: log does not match /$re/: $why"; fi
 }
 try_start "lease_range 'abc'" 'FATAL: +invalid value for pg_idgen\.lease_range: "abc" is not a range' -c pg_idgen.lease_range=abc
-try_start "lease_range 5-2000 (default layout: 0 .. 1023)" 'FATAL: +invalid value for pg_idgen\.lease_range: .*hi <= 1023' -c pg_idgen.lease_range=5-2000
+try_start "auto mode, lease_range 5-2000 (default layout: 0 .. 1023)" 'FATAL: +invalid value for pg_idgen\.lease_range: .*hi <= 1023' -c pg_idgen.lease_mode=auto -c pg_idgen.lease_range=5-2000
 
 # ---- 2. no registry ----
 cluster_start "$A" 28991 -c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto "${TTL[@]}" -c pg_idgen.node_name=a
