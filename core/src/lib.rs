@@ -10,7 +10,9 @@ pub mod generator;
 pub mod layout;
 pub mod lease;
 
-pub use generator::{next_id, Clock, GenError, Issued, LocalState, Policy, SequenceStart, WorkerState};
+pub use generator::{
+    next_id, next_id_fenced, Clock, GenError, Issued, LocalState, Policy, SequenceStart, WorkerState,
+};
 pub use layout::{FieldOrder, IdError, Layout, LayoutError, Parts, NAMED_LAYOUTS};
 pub mod segment;
 pub mod state_file;

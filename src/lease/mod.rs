@@ -82,6 +82,42 @@ pub fn generation_worker() -> i64 {
     refuse(sh, mode, configured, id, until)
 }
 
+/// The fence of `snowflake_next()`: whether `worker`'s lease is still valid now, asked after the
+/// id's time was read and immediately before it is issued (`pg_idgen_core::next_id_fenced`).
+/// `generation_worker()` checked it before the call could block; this check closes the window
+/// in which the lease could end (and the worker hand the id over) while the call waited.
+#[inline]
+pub fn still_valid(worker: i64) -> bool {
+    if gucs::lease_mode() == LeaseMode::Off {
+        return true;
+    }
+    let Some(sh) = shmem::shared() else { return false };
+    pg_idgen_core::lease::valid_for(sh.word.load(Ordering::Acquire), worker, monotonic_ms() as u64)
+}
+
+/// The lease of `worker` ended between the check of `generation_worker()` and the moment the id
+/// would have been issued: 55000, nothing issued.
+#[cold]
+pub fn lost_while_generating(worker: i64) -> ! {
+    let detail = shmem::shared().map(|sh| {
+        let (state, info) = sh.read();
+        if info.is_empty() {
+            format!("Lease worker: {}.", state.name())
+        } else {
+            format!("Lease worker: {}: {info}.", state.name())
+        }
+    });
+    if let Some(sh) = shmem::shared() {
+        sh.refusals.fetch_add(1, Ordering::Relaxed);
+    }
+    raise_full(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("pg_idgen cannot generate: the lease of worker id {worker} ended while this call was generating; no id was issued"),
+        detail,
+        Some("The call waited (for a reservation, a lock or the clock) past the end of the lease. See SELECT * FROM snowflake_lease() and the server log."),
+    )
+}
+
 #[cold]
 fn refuse(
     sh: &shmem::LeaseShared,
