@@ -288,8 +288,12 @@ CREATE TABLE pg_idgen_leases (
     since             timestamptz NOT NULL,
     renewed_at        timestamptz NOT NULL,
     lease_until       timestamptz NOT NULL,
-    released_at       timestamptz
+    released_at       timestamptz,
+    hwm_ms            bigint NOT NULL DEFAULT 0,
+    floor_ms          bigint NOT NULL DEFAULT 0
 );
 COMMENT ON TABLE pg_idgen_leases IS 'worker id leases of the nodes whose pg_idgen.registry is this database (pg_idgen)';
+COMMENT ON COLUMN pg_idgen_leases.hwm_ms IS 'Unix ms by the holders'' clocks: no id of this worker id was issued at or after it; a new holder continues above it';
+COMMENT ON COLUMN pg_idgen_leases.floor_ms IS 'hwm_ms when the current holder took the id over from another: it continues above it';
 REVOKE ALL ON pg_idgen_leases FROM PUBLIC;
 COMMENT ON FUNCTION snowflake_lease() IS 'this node''s worker id lease: mode, id, state, local validity, holder or error, counters';

@@ -99,11 +99,11 @@ fn snowflake_next() -> i64 {
             |tick| shmem::extend_reservation(slot, layout, tick, now_unix_ms(), true),
             // With a lease, checked again after the id's time is fixed: the call may have waited
             // (reservation, lock queue, the clock) since generation_worker() checked it.
-            |_tick| crate::lease::still_valid(worker),
+            |tick| crate::lease::still_valid(worker, tick),
         )
     });
     let issued = issued.unwrap_or_else(|e| match e {
-        pg_idgen_core::GenError::Fenced { .. } => crate::lease::lost_while_generating(worker),
+        pg_idgen_core::GenError::Fenced { tick } => crate::lease::lost_while_generating(worker, tick),
         e => errors::gen_error(e),
     });
     if let Some(back) = issued.step_back_ms {

@@ -86,19 +86,40 @@ pub fn generation_worker() -> i64 {
 /// id's time was read and immediately before it is issued (`pg_idgen_core::next_id_fenced`).
 /// `generation_worker()` checked it before the call could block; this check closes the window
 /// in which the lease could end (and the worker hand the id over) while the call waited.
+/// The id's time must also lie below the lease's bound (`limit_ms`, the registry's `hwm_ms`):
+/// a new holder continues above that bound, so an id at or past it (a logical clock running
+/// ahead) could collide.
 #[inline]
-pub fn still_valid(worker: i64) -> bool {
+pub fn still_valid(worker: i64, tick: u64) -> bool {
     if gucs::lease_mode() == LeaseMode::Off {
         return true;
     }
     let Some(sh) = shmem::shared() else { return false };
-    pg_idgen_core::lease::valid_for(sh.word.load(Ordering::Acquire), worker, monotonic_ms() as u64)
+    let word = sh.word.load(Ordering::Acquire);
+    pg_idgen_core::lease::valid_for(word, worker, monotonic_ms() as u64)
+        && gucs::layout().tick_to_unix_ms(tick) < sh.limit_ms.load(Ordering::Acquire) as i128
 }
 
 /// The lease of `worker` ended between the check of `generation_worker()` and the moment the id
 /// would have been issued: 55000, nothing issued.
 #[cold]
-pub fn lost_while_generating(worker: i64) -> ! {
+pub fn lost_while_generating(worker: i64, tick: u64) -> ! {
+    if let Some(sh) = shmem::shared() {
+        let word = sh.word.load(Ordering::Acquire);
+        let limit = sh.limit_ms.load(Ordering::Acquire);
+        if pg_idgen_core::lease::valid_for(word, worker, monotonic_ms() as u64) {
+            sh.refusals.fetch_add(1, Ordering::Relaxed);
+            raise_full(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("pg_idgen cannot generate: the next id of worker id {worker} would be at or after the bound of its lease"),
+                Some(format!(
+                    "The id's time is {} ms since 1970, the lease covers ids before {limit} (this node's clock + lease validity + pg_idgen.max_drift_ms at the last renewal).",
+                    gucs::layout().tick_to_unix_ms(tick)
+                )),
+                Some("The generator's clock runs ahead of the system clock; the next renewal raises the bound."),
+            );
+        }
+    }
     let detail = shmem::shared().map(|sh| {
         let (state, info) = sh.read();
         if info.is_empty() {

@@ -37,6 +37,9 @@ pub struct Claim {
     pub fixed: bool,
     pub ttl_s: f64,
     pub retire_s: f64,
+    /// This node's bound (Unix ms by its clock) on the time of every id it may issue under the
+    /// lease this claim grants; raises the row's `hwm_ms`.
+    pub limit_ms: i64,
 }
 
 /// Another node's lease of an id, for messages.
@@ -45,8 +48,10 @@ pub struct OtherHolder {
 }
 
 pub enum Outcome {
-    /// The lease is ours; the registry's `since` (Unix ms).
-    Granted { since_ms: i64 },
+    /// The lease is ours; the registry's `since` (Unix ms), and `floor_ms`: the row's `hwm_ms`
+    /// when this server (its token) took the id over from another holder (0 if none): no id of
+    /// theirs is at or after it, and this node must continue above it.
+    Granted { since_ms: i64, floor_ms: i64 },
     /// Another node holds it.
     Taken(OtherHolder),
 }
@@ -176,22 +181,26 @@ impl Registry {
         // ended (released, or lease_until passed by the registry's clock) and either the id is
         // fixed by configuration, or the holder was this node (same system identifier and node
         // name: an auto id is sticky), or the id has been retired long enough.
+        // hwm_ms only ever grows here; a taker (another token) records the row's hwm_ms before
+        // its claim as floor_ms (`l.` is the existing row in DO UPDATE) and continues above it.
         let sql = format!(
             "INSERT INTO {s}.pg_idgen_leases AS l \
-               (worker_id, system_identifier, node_name, host, port, token, since, renewed_at, lease_until, released_at) \
+               (worker_id, system_identifier, node_name, host, port, token, since, renewed_at, lease_until, released_at, hwm_ms) \
              VALUES ($1, $2::text::pg_catalog.numeric, $3, $4, $5, $6, pg_catalog.now(), pg_catalog.now(), \
-               pg_catalog.now() + pg_catalog.make_interval(secs => $7), NULL) \
+               pg_catalog.now() + pg_catalog.make_interval(secs => $7), NULL, $10) \
              ON CONFLICT (worker_id) DO UPDATE SET \
                system_identifier = excluded.system_identifier, node_name = excluded.node_name, \
                host = excluded.host, port = excluded.port, token = excluded.token, \
                since = CASE WHEN l.token = excluded.token AND l.released_at IS NULL THEN l.since ELSE excluded.since END, \
-               renewed_at = excluded.renewed_at, lease_until = excluded.lease_until, released_at = NULL \
+               renewed_at = excluded.renewed_at, lease_until = excluded.lease_until, released_at = NULL, \
+               hwm_ms = GREATEST(l.hwm_ms, excluded.hwm_ms), \
+               floor_ms = CASE WHEN l.token = excluded.token THEN l.floor_ms ELSE l.hwm_ms END \
              WHERE l.token = excluded.token \
                 OR ((l.released_at IS NOT NULL OR l.lease_until < pg_catalog.now()) \
                     AND ($8::bool \
                          OR (l.system_identifier = excluded.system_identifier AND l.node_name = excluded.node_name) \
                          OR COALESCE(l.released_at, l.lease_until) + pg_catalog.make_interval(secs => $9) < pg_catalog.now())) \
-             RETURNING (pg_catalog.date_part('epoch', l.since) * 1000)::pg_catalog.int8"
+             RETURNING (pg_catalog.date_part('epoch', l.since) * 1000)::pg_catalog.int8, l.floor_ms"
         );
         let c = self.client();
         let wid = claim.worker_id as i32;
@@ -209,11 +218,12 @@ impl Registry {
                     &claim.ttl_s,
                     &claim.fixed,
                     &claim.retire_s,
+                    &claim.limit_ms,
                 ],
             ),
         )?;
         if let Some(row) = rows.first() {
-            return Ok(Outcome::Granted { since_ms: row.get(0) });
+            return Ok(Outcome::Granted { since_ms: row.get(0), floor_ms: row.get(1) });
         }
         let who = format!(
             "SELECT pg_catalog.format('node \"%s\" (host %s, port %s, system identifier %s) since %s, lease until %s%s', \
@@ -275,16 +285,21 @@ impl Registry {
     }
 
     /// Releases our lease of `worker_id` (clean shutdown): it ends now, by the registry's clock.
-    pub fn release(&mut self, me: &Holder, worker_id: i64) -> Result<bool, RegError> {
+    /// `bound_ms`: no id this node issued (or can still issue) with the id is at or after it; the
+    /// row's `hwm_ms` becomes that, or the floor this node inherited if higher (never more than
+    /// it was), so that the next holder continues above every id without waiting longer.
+    pub fn release(&mut self, me: &Holder, worker_id: i64, bound_ms: i64) -> Result<bool, RegError> {
         self.connect()?;
         let sql = format!(
             "UPDATE {}.pg_idgen_leases SET released_at = pg_catalog.now(), \
-               lease_until = LEAST(lease_until, pg_catalog.now()) \
+               lease_until = LEAST(lease_until, pg_catalog.now()), \
+               hwm_ms = LEAST(hwm_ms, $3) \
              WHERE worker_id = $1 AND token = $2 AND released_at IS NULL",
             self.schema
         );
         let wid = worker_id as i32;
-        let n = self.run("lease release", self.client().execute(sql.as_str(), &[&wid, &me.token]))?;
+        let n =
+            self.run("lease release", self.client().execute(sql.as_str(), &[&wid, &me.token, &bound_ms]))?;
         Ok(n > 0)
     }
 }

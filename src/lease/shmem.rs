@@ -14,6 +14,9 @@
 //!   messages (who holds the id, the last registry error) and `since_ms`/`state`'s meaning in
 //!   it. Taken exclusively by the worker to write, shared by a backend composing an error or
 //!   `snowflake_lease()`; nothing else is done while it is held (no I/O, no elog).
+//! * `limit_ms` bounds the time of the ids issued under the lease (Unix ms by this node's clock;
+//!   the registry keeps it as the row's `hwm_ms`). The worker stores it before the word of the
+//!   grant it belongs to (Release); the fence of `snowflake_next()` loads the word, then it.
 //! * `state` (a `State` as u32) and the counters are relaxed atomics: for display and
 //!   statistics, never a decision of the hot path.
 
@@ -83,6 +86,13 @@ pub struct LeaseShared {
     lock: *mut pg_sys::LWLock,
     /// (worker id + 1) << 40 | valid-until monotonic ms; see the protocol above.
     pub word: AtomicU64,
+    /// Unix ms (this node's clock): no id may be issued at or after it under the current lease
+    /// (the bound sent to the registry as `hwm_ms` with the claim that granted it). Stored by
+    /// the worker before the word that publishes the grant (Release), read by the fence after
+    /// the word (Acquire): a backend never pairs a grant with a bound the registry has not got.
+    pub limit_ms: AtomicI64,
+    /// The highest floor (Unix ms) this node inherited from another holder since start.
+    pub inherited_ms: AtomicI64,
     pub state: AtomicU32,
     /// Unix ms the current lease was first granted (by the registry's clock), 0 if none.
     pub since_ms: AtomicI64,

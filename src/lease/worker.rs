@@ -142,7 +142,7 @@ impl Worker {
     fn drop_id(&mut self) {
         self.sh.publish(None, 0);
         if let (Some(id), true) = (self.id, self.held) {
-            let _ = self.reg.release(&self.me, id);
+            let _ = self.reg.release(&self.me, id, release_bound(self.sh, id));
         }
         self.id = None;
         self.held = false;
@@ -183,6 +183,10 @@ impl Worker {
             self.drop_id(); // fixed id changed by a reload
         }
         let t0 = monotonic_ms();
+        // The bound of the ids this grant allows, by this node's clock: the end of its local
+        // validity plus the lead the generator's clock may have. The registry keeps the highest
+        // one (hwm_ms); a node that takes the id over continues above it.
+        let limit_ms = crate::clock::now_unix_ms() + st.valid_ms() + gucs::policy().max_drift_ms;
         let id = match wanted {
             Some(id) => id,
             None => {
@@ -209,10 +213,21 @@ impl Worker {
             fixed: st.mode == LeaseMode::Fixed,
             ttl_s: st.ttl_ms as f64 / 1000.0,
             retire_s: st.retire_s,
+            limit_ms,
         };
         match self.reg.claim(&self.me, &claim) {
-            Ok(Outcome::Granted { since_ms }) => {
+            Ok(Outcome::Granted { since_ms, floor_ms }) => {
                 let until = pg_idgen_core::lease::valid_until_ms(t0, st.ttl_ms, st.margin_ms);
+                if floor_ms > self.sh.inherited_ms.load(Ordering::Acquire) {
+                    // Taken over: every id of the previous holders lies below floor_ms. Continue
+                    // above it (durably) before any backend may generate; while it is ahead of
+                    // this node's clock by more than max_drift_ms, snowflake_next() waits or
+                    // fails with 55000 "ahead of the system clock" instead of issuing below it.
+                    crate::shmem::raise_floor(id, floor_ms);
+                    self.sh.inherited_ms.fetch_max(floor_ms, Ordering::AcqRel);
+                    pgrx::log!("pg_idgen lease: worker id {id} taken over: ids continue at or after {floor_ms} ms since 1970 (the previous holders' bound)");
+                }
+                self.sh.limit_ms.store(limit_ms, Ordering::Release);
                 self.sh.publish(Some(id), until);
                 self.sh.since_ms.store(since_ms, Ordering::Relaxed);
                 self.sh.renewals.fetch_add(1, Ordering::Relaxed);
@@ -240,6 +255,15 @@ impl Worker {
             }
         }
     }
+}
+
+/// The bound sent with a release (after the word was invalidated): every id this node issued
+/// or can still issue with `id` lies below its reservation's end and below the lease's limit (a
+/// backend past the fence issues at a tick it reserved before, below the limit it checked), and
+/// the ids of the holders before it below the floor it inherited.
+fn release_bound(sh: &shmem::LeaseShared, id: i64) -> i64 {
+    let issued = crate::shmem::reserved_until_ms(id).unwrap_or(0);
+    issued.min(sh.limit_ms.load(Ordering::Acquire)).max(sh.inherited_ms.load(Ordering::Acquire))
 }
 
 enum Wake {
@@ -341,7 +365,7 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
     // SIGTERM: stop generating, then release.
     sh.invalidate();
     if let (Some(id), true) = (w.id, w.held) {
-        match w.reg.release(&w.me, id) {
+        match w.reg.release(&w.me, id, release_bound(sh, id)) {
             Ok(_) => w.set(State::Released, format!("worker id {id} released")),
             Err(e) => {
                 pgrx::warning!("pg_idgen lease: could not release worker id {id}; it expires by itself: {e}")
