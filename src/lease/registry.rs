@@ -30,6 +30,7 @@ pub struct Holder {
 }
 
 /// What a claim asks for.
+#[derive(Clone, Copy)]
 pub struct Claim {
     pub worker_id: i64,
     /// fixed mode: the id may be taken from any node whose lease ended. auto: only from this
@@ -237,19 +238,49 @@ impl Registry {
         Ok(Outcome::Taken(OtherHolder { text }))
     }
 
-    /// auto mode: the id to claim. This node's own id (same system identifier and node name) if
-    /// the registry has one in `lo..=hi` (sticky; the claim then says whether it is free), else
-    /// the smallest id of the range without a row or retired; None when none is free. Serialized
-    /// among nodes by a transaction-level advisory lock.
-    pub fn choose(&mut self, me: &Holder, lo: i64, hi: i64, retire_s: f64) -> Result<Option<i64>, RegError> {
+    /// auto mode: chooses the id to claim and claims it, in one transaction holding a
+    /// transaction-level advisory lock, so that choices and claims of the nodes are serialized
+    /// (two nodes never choose the same free id, then race for it). The id is this node's own
+    /// (same system identifier and node name) if the registry has one in `lo..=hi` (sticky; the
+    /// claim then says whether it is free), else the smallest id of the range without a row or
+    /// retired; None when none is free. `claim.worker_id` is replaced by the chosen id.
+    pub fn choose_and_claim(
+        &mut self,
+        me: &Holder,
+        lo: i64,
+        hi: i64,
+        claim: &Claim,
+    ) -> Result<Option<(i64, Outcome)>, RegError> {
         self.connect()?;
-        let r = self.choose_connected(me, lo, hi, retire_s);
+        let r = self.choose_and_claim_connected(me, lo, hi, claim);
         if r.is_err() {
+            // Dropping the connection also rolls the transaction back.
             self.client = None;
         }
         r
     }
 
+    fn choose_and_claim_connected(
+        &self,
+        me: &Holder,
+        lo: i64,
+        hi: i64,
+        claim: &Claim,
+    ) -> Result<Option<(i64, Outcome)>, RegError> {
+        let c = self.client();
+        self.run(
+            "lease choice",
+            c.batch_execute("BEGIN; SELECT pg_catalog.pg_advisory_xact_lock(1885956460, 1)"),
+        )?;
+        let out = match self.choose_connected(me, lo, hi, claim.retire_s)? {
+            Some(id) => Some((id, self.claim_connected(me, &Claim { worker_id: id, ..*claim })?)),
+            None => None,
+        };
+        self.run("lease choice", c.batch_execute("COMMIT"))?;
+        Ok(out)
+    }
+
+    /// The choice's query, inside the transaction of `choose_and_claim_connected`.
     fn choose_connected(
         &self,
         me: &Holder,
@@ -270,17 +301,10 @@ impl Registry {
                  ORDER BY g LIMIT 1))"
         );
         let c = self.client();
-        self.run(
-            "lease choice",
-            c.batch_execute("BEGIN; SELECT pg_catalog.pg_advisory_xact_lock(1885956460, 1)"),
-        )?;
         let rows = self.run(
             "lease choice",
             c.query(sql.as_str(), &[&me.system_identifier, &me.node_name, &lo, &hi, &me.token, &retire_s]),
-        );
-        let commit = self.run("lease choice", c.batch_execute("COMMIT"));
-        let rows = rows?;
-        commit?;
+        )?;
         Ok(rows.first().and_then(|r| r.get::<_, Option<i32>>(0)).map(i64::from))
     }
 

@@ -187,12 +187,20 @@ impl Worker {
         // validity plus the lead the generator's clock may have. The registry keeps the highest
         // one (hwm_ms); a node that takes the id over continues above it.
         let limit_ms = crate::clock::now_unix_ms() + st.valid_ms() + gucs::policy().max_drift_ms;
-        let id = match wanted {
-            Some(id) => id,
+        let claim = Claim {
+            worker_id: wanted.unwrap_or(-1),
+            fixed: st.mode == LeaseMode::Fixed,
+            ttl_s: st.ttl_ms as f64 / 1000.0,
+            retire_s: st.retire_s,
+            limit_ms,
+        };
+        let (id, outcome) = match wanted {
+            Some(id) => (id, self.reg.claim(&self.me, &claim)),
             None => {
+                // auto without an id: choose and claim in one registry transaction.
                 let (lo, hi) = gucs::lease_range();
-                match self.reg.choose(&self.me, lo, hi, st.retire_s) {
-                    Ok(Some(id)) => id,
+                match self.reg.choose_and_claim(&self.me, lo, hi, &claim) {
+                    Ok(Some((id, outcome))) => (id, Ok(outcome)),
                     Ok(None) => {
                         self.set(
                             State::Exhausted,
@@ -208,14 +216,7 @@ impl Worker {
                 }
             }
         };
-        let claim = Claim {
-            worker_id: id,
-            fixed: st.mode == LeaseMode::Fixed,
-            ttl_s: st.ttl_ms as f64 / 1000.0,
-            retire_s: st.retire_s,
-            limit_ms,
-        };
-        match self.reg.claim(&self.me, &claim) {
+        match outcome {
             Ok(Outcome::Granted { since_ms, floor_ms }) => {
                 let until = pg_idgen_core::lease::valid_until_ms(t0, st.ttl_ms, st.margin_ms);
                 if floor_ms > self.sh.inherited_ms.load(Ordering::Acquire) {
