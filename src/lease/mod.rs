@@ -177,7 +177,7 @@ fn refuse(
         ),
         State::Starting => (
             "pg_idgen cannot generate yet: the lease worker has not been granted a worker id lease".to_string(),
-            "Retry in a moment; see SELECT * FROM snowflake_lease() and the server log.",
+            "Retry in a moment; see SELECT * FROM snowflake_lease() and the server log. If this lasts, the lease worker may not be running: the server log says so at start (\"too many background workers\": raise max_worker_processes).",
         ),
         State::Held => (
             match id {

@@ -81,9 +81,38 @@ fn db_err(e: tokio_postgres::Error) -> RegError {
     }
 }
 
+/// Blocks every signal on the calling thread (a thread of tokio's blocking pool).
+fn block_all_signals() {
+    // SAFETY: a zeroed sigset_t is filled by sigfillset; pthread_sigmask only changes the mask
+    // of the calling thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Whether `conninfo` parses as a connection string (key=value or URI), with the parser's error.
+pub fn check_conninfo(conninfo: &str) -> Result<(), RegError> {
+    conninfo.parse::<tokio_postgres::Config>().map(|_| ()).map_err(|e| {
+        // tokio-postgres says "invalid connection string"; the reason is its source.
+        match std::error::Error::source(&e) {
+            Some(why) => format!("{}: {}", err(&e), err(why)),
+            None => err(e),
+        }
+    })
+}
+
 impl Registry {
     pub fn new() -> Result<Registry, RegError> {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(err)?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            // The only threads tokio starts (its blocking pool: getaddrinfo for a host name) block
+            // every signal, so that PostgreSQL's handlers (SIGHUP, SIGTERM, SIGUSR1 …) only ever
+            // run on the worker's main thread.
+            .on_thread_start(block_all_signals)
+            .build()
+            .map_err(err)?;
         Ok(Registry {
             rt,
             client: None,

@@ -155,6 +155,15 @@ impl Worker {
             self.set(State::Misconfigured, "pg_idgen.registry is not set".into());
             return false;
         }
+        if let Err(e) = super::registry::check_conninfo(&st.conninfo) {
+            // Not a registry that cannot be reached: a setting to fix. The validity already
+            // granted runs out as when the registry is unreachable.
+            self.set(
+                State::Misconfigured,
+                format!("pg_idgen.registry is not a valid connection string: {e}"),
+            );
+            return false;
+        }
         self.reg.configure(&st.conninfo, st.timeout());
         let wanted = match st.mode {
             LeaseMode::Off => return false,

@@ -4,7 +4,8 @@
 # any server of a fleet can be it.
 #  1. the server refuses to start with an invalid pg_idgen.lease_range (not a range; in auto mode,
 #     beyond the layout's worker ids), and the log says why.
-#  2. A in auto mode without pg_idgen.registry: state 'misconfigured', snowflake_next() 55000.
+#  2. A in auto mode without pg_idgen.registry: state 'misconfigured', snowflake_next() 55000;
+#     with a malformed one (port=notaport): 'misconfigured' with the parse error, not unreachable.
 #  3. registry = a database of A without the extension (set by ALTER SYSTEM + reload: the worker
 #     reloads): 'registry unreachable', the detail says to CREATE EXTENSION, 55000 with it.
 #  4. registry = database reg with the extension, as a role without privileges: 'permission
@@ -63,6 +64,13 @@ wait_for "2: without pg_idgen.registry: 'misconfigured'" state_is "$A" misconfig
 expect_sql_error "$A" 55000 'pg_idgen cannot generate: pg_idgen.registry is not set' "SELECT snowflake_next()"
 check "2: snowflake_worker(): no id, lease state shown" "$(q "$A" "SELECT coalesce(worker_id::text, '-') || ' ' || lease FROM snowflake_worker()")" \
     == "- misconfigured (auto mode, not valid)"
+
+# ---- 2. a malformed connection string: misconfigured, not unreachable ----
+reload_with "$A" pg_idgen.registry "host=127.0.0.1 port=notaport"
+wait_for "2: a malformed pg_idgen.registry: the detail has the parse error" \
+    detail_matches "$A" '^pg_idgen.registry is not a valid connection string: .*port'
+check "2: a malformed pg_idgen.registry: 'misconfigured'" "$(lease "$A" state)" == misconfigured
+expect_sql_error "$A" 55000 'pg_idgen cannot generate: pg_idgen.registry is not a valid connection string' "SELECT snowflake_next()"
 
 # ---- 3. a registry database without the extension ----
 reload_with "$A" pg_idgen.registry "host=127.0.0.1 port=$PA user=postgres dbname=noext"
