@@ -41,11 +41,17 @@ pub struct Claim {
     /// This node's bound (Unix ms by its clock) on the time of every id it may issue under the
     /// lease this claim grants; raises the row's `hwm_ms`.
     pub limit_ms: i64,
+    /// The holder's lease (token, `renewed_at` in µs) this node has seen unchanged for at least
+    /// a full ttl on its own `CLOCK_MONOTONIC`: only such an expired lease may be taken over
+    /// (a released one may be at once). None: no expired lease may be taken.
+    pub take: Option<(i64, i64)>,
 }
 
-/// Another node's lease of an id, for messages.
+/// Another node's lease of an id: for messages, and what a taker must see unchanged.
 pub struct OtherHolder {
     pub text: String,
+    /// The holder's token and `renewed_at` (µs), None when the row was released or is gone.
+    pub lease: Option<(i64, i64)>,
 }
 
 pub enum Outcome {
@@ -226,7 +232,9 @@ impl Registry {
                hwm_ms = GREATEST(l.hwm_ms, excluded.hwm_ms), \
                floor_ms = CASE WHEN l.token = excluded.token THEN l.floor_ms ELSE l.hwm_ms END \
              WHERE l.token = excluded.token \
-                OR ((l.released_at IS NOT NULL OR l.lease_until < pg_catalog.now()) \
+                OR ((l.released_at IS NOT NULL \
+                     OR (l.lease_until < pg_catalog.now() AND l.token = $11 \
+                         AND (pg_catalog.date_part('epoch', l.renewed_at) * 1000000)::pg_catalog.int8 = $12)) \
                     AND ($8::bool \
                          OR (l.system_identifier = excluded.system_identifier AND l.node_name = excluded.node_name) \
                          OR COALESCE(l.released_at, l.lease_until) + pg_catalog.make_interval(secs => $9) < pg_catalog.now())) \
@@ -234,6 +242,7 @@ impl Registry {
         );
         let c = self.client();
         let wid = claim.worker_id as i32;
+        let (take_token, take_renewed) = (claim.take.map(|t| t.0), claim.take.map(|t| t.1));
         let rows = self.run(
             "lease claim",
             c.query(
@@ -249,6 +258,8 @@ impl Registry {
                     &claim.fixed,
                     &claim.retire_s,
                     &claim.limit_ms,
+                    &take_token,
+                    &take_renewed,
                 ],
             ),
         )?;
@@ -259,12 +270,16 @@ impl Registry {
             "SELECT pg_catalog.format('node \"%s\" (host %s, port %s, system identifier %s) since %s, lease until %s%s', \
                node_name, host, port, system_identifier, since, lease_until, \
                CASE WHEN released_at IS NOT NULL THEN ', released at ' OPERATOR(pg_catalog.||) released_at \
-                    WHEN lease_until < pg_catalog.now() THEN ', expired' ELSE '' END) \
+                    WHEN lease_until < pg_catalog.now() THEN ', expired' ELSE '' END), \
+               token, (pg_catalog.date_part('epoch', renewed_at) * 1000000)::pg_catalog.int8, released_at IS NULL \
              FROM {s}.pg_idgen_leases WHERE worker_id = $1"
         );
         let rows = self.run("lease holder", c.query(who.as_str(), &[&wid]))?;
-        let text = rows.first().map(|r| r.get::<_, String>(0)).unwrap_or_else(|| "another node".into());
-        Ok(Outcome::Taken(OtherHolder { text }))
+        let Some(row) = rows.first() else {
+            return Ok(Outcome::Taken(OtherHolder { text: "another node".into(), lease: None }));
+        };
+        let lease = row.get::<_, bool>(3).then(|| (row.get::<_, i64>(1), row.get::<_, i64>(2)));
+        Ok(Outcome::Taken(OtherHolder { text: row.get(0), lease }))
     }
 
     /// auto mode: chooses the id to claim and claims it, in one transaction holding a
@@ -272,16 +287,18 @@ impl Registry {
     /// (two nodes never choose the same free id, then race for it). The id is this node's own
     /// (same system identifier and node name) if the registry has one in `lo..=hi` (sticky; the
     /// claim then says whether it is free), else the smallest id of the range without a row or
-    /// retired; None when none is free. `claim.worker_id` is replaced by the chosen id.
+    /// retired; None when none is free. `claim.worker_id` is replaced by the chosen id, and
+    /// `claim.take` by `take.1` if the chosen id is `take.0`.
     pub fn choose_and_claim(
         &mut self,
         me: &Holder,
         lo: i64,
         hi: i64,
         claim: &Claim,
+        take: Option<(i64, (i64, i64))>,
     ) -> Result<Option<(i64, Outcome)>, RegError> {
         self.connect()?;
-        let r = self.choose_and_claim_connected(me, lo, hi, claim);
+        let r = self.choose_and_claim_connected(me, lo, hi, claim, take);
         if r.is_err() {
             // Dropping the connection also rolls the transaction back.
             self.client = None;
@@ -295,6 +312,7 @@ impl Registry {
         lo: i64,
         hi: i64,
         claim: &Claim,
+        take: Option<(i64, (i64, i64))>,
     ) -> Result<Option<(i64, Outcome)>, RegError> {
         let c = self.client();
         self.run(
@@ -302,7 +320,10 @@ impl Registry {
             c.batch_execute("BEGIN; SELECT pg_catalog.pg_advisory_xact_lock(1885956460, 1)"),
         )?;
         let out = match self.choose_connected(me, lo, hi, claim.retire_s)? {
-            Some(id) => Some((id, self.claim_connected(me, &Claim { worker_id: id, ..*claim })?)),
+            Some(id) => {
+                let take = take.filter(|t| t.0 == id).map(|t| t.1);
+                Some((id, self.claim_connected(me, &Claim { worker_id: id, take, ..*claim })?))
+            }
             None => None,
         };
         self.run("lease choice", c.batch_execute("COMMIT"))?;

@@ -113,6 +113,11 @@ struct Worker {
     id: Option<i64>,
     held: bool,
     last_logged: Option<(State, String)>,
+    /// Another holder's lease as last seen: (worker id, token, renewed_at µs), and the monotonic
+    /// ms when this node first saw it so. An expired lease is taken over only after it was seen
+    /// unchanged for a full ttl on this node's clock: whatever the registry's clock did (a step
+    /// forward ends leases early there), the holder has stopped by then.
+    seen: Option<((i64, i64, i64), i64)>,
 }
 
 impl Worker {
@@ -135,6 +140,30 @@ impl Worker {
                 pgrx::warning!("{msg}");
             }
             self.last_logged = Some(key);
+        }
+    }
+
+    /// Records the other holder's lease of `id` as seen now (keeps the first sighting while it
+    /// is unchanged).
+    fn see(&mut self, id: i64, lease: Option<(i64, i64)>) {
+        let Some((token, renewed)) = lease else {
+            self.seen = None;
+            return;
+        };
+        let key = (id, token, renewed);
+        if self.seen.map(|(k, _)| k) != Some(key) {
+            self.seen = Some((key, monotonic_ms()));
+        }
+    }
+
+    /// The expired lease of `id` this node may take over: the one it has seen unchanged for at
+    /// least a full ttl (its own monotonic clock).
+    fn may_take(&self, id: i64, st: &Settings) -> Option<(i64, i64)> {
+        match self.seen {
+            Some(((i, token, renewed), since)) if i == id && monotonic_ms() - since >= st.ttl_ms => {
+                Some((token, renewed))
+            }
+            _ => None,
         }
     }
 
@@ -202,13 +231,15 @@ impl Worker {
             ttl_s: st.ttl_ms as f64 / 1000.0,
             retire_s: st.retire_s,
             limit_ms,
+            take: None,
         };
         let (id, outcome) = match wanted {
-            Some(id) => (id, self.reg.claim(&self.me, &claim)),
+            Some(id) => (id, self.reg.claim(&self.me, &Claim { take: self.may_take(id, st), ..claim })),
             None => {
                 // auto without an id: choose and claim in one registry transaction.
                 let (lo, hi) = gucs::lease_range();
-                match self.reg.choose_and_claim(&self.me, lo, hi, &claim) {
+                let take = self.seen.and_then(|((i, _, _), _)| self.may_take(i, st).map(|t| (i, t)));
+                match self.reg.choose_and_claim(&self.me, lo, hi, &claim, take) {
                     Ok(Some((id, outcome))) => (id, Ok(outcome)),
                     Ok(None) => {
                         self.set(
@@ -249,6 +280,7 @@ impl Worker {
             Ok(Outcome::Taken(other)) => {
                 // Never ours (any more): stop at once, whatever the local validity said.
                 self.sh.publish(Some(id), 0);
+                self.see(id, other.lease);
                 self.sh.conflicts.fetch_add(1, Ordering::Relaxed);
                 // auto: choose again next round (a node's own sticky id is chosen again, and
                 // refused again while the other holder keeps it: a clone never takes it over).
@@ -330,7 +362,7 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
             pgrx::error!("pg_idgen lease worker: cannot start its registry client: {e}");
         }
     };
-    let mut w = Worker { sh, reg, me: holder(), id: None, held: false, last_logged: None };
+    let mut w = Worker { sh, reg, me: holder(), id: None, held: false, last_logged: None, seen: None };
     // A worker restarted after an error (or pg_terminate_backend) continues the lease of its
     // predecessor: same token, so its first round is a renewal.
     if let (Some(id), _) = shmem::unpack(sh.word.load(Ordering::Acquire)) {
