@@ -68,6 +68,9 @@ pub struct Registry {
     client: Option<Client>,
     /// The extension's schema in the registry, quoted.
     schema: String,
+    /// The registry's identity: its cluster's system identifier and the database's oid (the
+    /// same on a physical replica; another registry, or one restored from a dump, differs).
+    identity: (u64, u64),
     conninfo: String,
     timeout: Duration,
 }
@@ -123,6 +126,7 @@ impl Registry {
             rt,
             client: None,
             schema: String::new(),
+            identity: (0, 0),
             conninfo: String::new(),
             timeout: Duration::from_secs(5),
         })
@@ -192,8 +196,26 @@ impl Registry {
             return Err("the registry database has no pg_idgen_leases table: run CREATE EXTENSION pg_idgen (0.2.0 or later) there".into());
         };
         self.schema = row.get(0);
+        let rows = self.run(
+            "registry identity",
+            client.query(
+                "SELECT s.system_identifier::pg_catalog.text, d.oid::pg_catalog.int8 \
+                 FROM pg_catalog.pg_control_system() s, pg_catalog.pg_database d \
+                 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()",
+                &[],
+            ),
+        )?;
+        let sysid = rows.first().and_then(|r| r.get::<_, String>(0).parse::<u64>().ok()).unwrap_or(0);
+        let db = rows.first().map_or(0, |r| r.get::<_, i64>(1) as u64);
+        self.identity = (sysid, db);
         self.client = Some(client);
         Ok(())
+    }
+
+    /// Connects if needed; the registry's identity (system identifier, database oid).
+    pub fn identity(&mut self) -> Result<(u64, u64), RegError> {
+        self.connect()?;
+        Ok(self.identity)
     }
 
     fn client(&self) -> &Client {

@@ -93,6 +93,10 @@ pub struct LeaseShared {
     pub limit_ms: AtomicI64,
     /// The highest floor (Unix ms) this node inherited from another holder since start.
     pub inherited_ms: AtomicI64,
+    /// The identity of the registry that granted this server's first lease since start (its
+    /// system identifier and database oid; 0: none yet). Another one is refused until a restart.
+    pub registry_sysid: AtomicU64,
+    pub registry_db: AtomicU64,
     pub state: AtomicU32,
     /// Unix ms the current lease was first granted (by the registry's clock), 0 if none.
     pub since_ms: AtomicI64,

@@ -194,6 +194,34 @@ impl Worker {
             return false;
         }
         self.reg.configure(&st.conninfo, st.timeout());
+        // One registry per server start: leases granted by one registry mean nothing to another
+        // (a reload to another database would keep this node's validity while the other registry
+        // grants the id elsewhere). A physical replica of the registry has the same identity.
+        match self.reg.identity() {
+            Ok((sysid, db)) => {
+                let (had_sysid, had_db) = (
+                    self.sh.registry_sysid.load(Ordering::Acquire),
+                    self.sh.registry_db.load(Ordering::Acquire),
+                );
+                if had_sysid != 0 && (had_sysid, had_db) != (sysid, db) {
+                    // Stop at once, and never release in a registry that did not grant it.
+                    self.sh.invalidate();
+                    self.held = false;
+                    self.set(
+                        State::Misconfigured,
+                        format!(
+                            "pg_idgen.registry names another registry (system identifier {sysid}, database oid {db}) than the one that granted this server's lease (system identifier {had_sysid}, database oid {had_db}); a registry moves only by physical replication: restart the server to use another one"
+                        ),
+                    );
+                    return false;
+                }
+            }
+            Err(e) => {
+                self.sh.failures.fetch_add(1, Ordering::Relaxed);
+                self.set(State::Unreachable, e);
+                return false;
+            }
+        }
         let wanted = match st.mode {
             LeaseMode::Off => return false,
             LeaseMode::Fixed => match gucs::worker_id_setting() {
@@ -267,6 +295,12 @@ impl Worker {
                     crate::shmem::raise_floor(id, floor_ms);
                     self.sh.inherited_ms.fetch_max(floor_ms, Ordering::AcqRel);
                     pgrx::log!("pg_idgen lease: worker id {id} taken over: ids continue at or after {floor_ms} ms since 1970 (the previous holders' bound)");
+                }
+                if self.sh.registry_sysid.load(Ordering::Acquire) == 0 {
+                    if let Ok((sysid, db)) = self.reg.identity() {
+                        self.sh.registry_db.store(db, Ordering::Release);
+                        self.sh.registry_sysid.store(sysid, Ordering::Release);
+                    }
                 }
                 self.sh.limit_ms.store(limit_ms, Ordering::Release);
                 self.sh.publish(Some(id), until);
