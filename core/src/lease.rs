@@ -2,7 +2,7 @@
 //! and the hot path, kept here so that it is tested without a server.
 //!
 //! * The hot path reads one 64-bit word: the leased worker id + 1 in the high 24 bits (0: none)
-//!   and the end of the local validity, `CLOCK_MONOTONIC` milliseconds, in the low 40 bits
+//!   and the end of the local validity, `CLOCK_BOOTTIME` milliseconds, in the low 40 bits
 //!   (0: not valid; 2^40 ms is 34 years of uptime).
 //! * The local validity of a lease granted by a round trip that started at monotonic `t0` is
 //!   `t0 + ttl - margin`, with the margin at most half the ttl.

@@ -6,7 +6,7 @@
 //! * [`shmem`] — the shared word the hot path checks, and the worker's state for messages.
 //!
 //! This module is what backends call: [`generation_worker`] on the hot path (one atomic load and
-//! a monotonic clock read, nothing about the registry), and `snowflake_lease()`.
+//! a `CLOCK_BOOTTIME` read, nothing about the registry), and `snowflake_lease()`.
 //! `pg_idgen.lease_mode = fixed` leases `pg_idgen.worker_id` (postgresql.conf); `auto` leases a
 //! free id of `pg_idgen.lease_range`, which sessions use when they configure none. Either way an
 //! id a session configured (setting or `pg_idgen_worker` row) is verified against the lease, never
@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use pgrx::prelude::*;
 
-use crate::clock::{monotonic_ms, ms_to_timestamptz};
+use crate::clock::{boottime_ms, ms_to_timestamptz};
 use crate::errors::{raise_full, Code};
 use crate::gucs::{self, LeaseMode};
 use shmem::State;
@@ -41,7 +41,7 @@ pub fn init() {
     let mut t = i64::from_ne_bytes(buf);
     if n != 8 || t == 0 {
         // Not expected on Linux; the pid and the clock still tell two postmasters apart.
-        t = (std::process::id() as i64) << 32 ^ crate::clock::now_unix_ms() ^ monotonic_ms() << 20;
+        t = (std::process::id() as i64) << 32 ^ crate::clock::now_unix_ms() ^ boottime_ms() << 20;
     }
     TOKEN.store(t, Ordering::Relaxed);
     if gucs::lease_mode() != LeaseMode::Off {
@@ -75,7 +75,7 @@ pub fn generation_worker() -> i64 {
             (LeaseMode::Auto, None) => true,
             _ => false,
         };
-        if agrees && (monotonic_ms() as u64) < until {
+        if agrees && (boottime_ms() as u64) < until {
             return id; // = pg_idgen_core::lease::valid_for(word, id, now), unpacked once
         }
     }
@@ -96,7 +96,7 @@ pub fn still_valid(worker: i64, tick: u64) -> bool {
     }
     let Some(sh) = shmem::shared() else { return false };
     let word = sh.word.load(Ordering::Acquire);
-    pg_idgen_core::lease::valid_for(word, worker, monotonic_ms() as u64)
+    pg_idgen_core::lease::valid_for(word, worker, boottime_ms() as u64)
         && gucs::layout().tick_to_unix_ms(tick) < sh.limit_ms.load(Ordering::Acquire) as i128
 }
 
@@ -107,7 +107,7 @@ pub fn lost_while_generating(worker: i64, tick: u64) -> ! {
     if let Some(sh) = shmem::shared() {
         let word = sh.word.load(Ordering::Acquire);
         let limit = sh.limit_ms.load(Ordering::Acquire);
-        if pg_idgen_core::lease::valid_for(word, worker, monotonic_ms() as u64) {
+        if pg_idgen_core::lease::valid_for(word, worker, boottime_ms() as u64) {
             sh.refusals.fetch_add(1, Ordering::Relaxed);
             raise_full(
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -149,7 +149,7 @@ fn refuse(
 ) -> ! {
     sh.refusals.fetch_add(1, Ordering::Relaxed);
     let (state, info) = sh.read();
-    let valid = until > monotonic_ms() as u64;
+    let valid = until > boottime_ms() as u64;
     if mode == LeaseMode::Fixed && configured.is_none() {
         crate::worker::resolve(); // raises "not configured"
     }
@@ -219,7 +219,7 @@ pub fn summary() -> Option<(Option<i64>, String)> {
     }
     let sh = shmem::shared()?;
     let (id, until) = shmem::unpack(sh.word.load(Ordering::Acquire));
-    let left = until as i64 - monotonic_ms();
+    let left = until as i64 - boottime_ms();
     let state = sh.state();
     let text = if left > 0 {
         format!(
@@ -272,7 +272,7 @@ fn snowflake_lease() -> TableIterator<
     };
     let (id, until) = shmem::unpack(sh.word.load(Ordering::Acquire));
     let (state, info) = sh.read();
-    let left = until as i64 - monotonic_ms();
+    let left = until as i64 - boottime_ms();
     let since = sh.since_ms.load(Ordering::Relaxed);
     TableIterator::once((
         mode_name(mode).to_string(),

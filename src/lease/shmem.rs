@@ -4,8 +4,8 @@
 //!
 //! * `word` is the whole hot-path state, in one `AtomicU64` (`pg_idgen_core::lease`): the leased
 //!   worker id + 1 in the high 24 bits (0: no id), and in the low 40 bits the end of the lease's
-//!   local validity as `CLOCK_MONOTONIC` milliseconds (0: not valid). `snowflake_next()` reads it with one Acquire
-//!   load and compares it with the monotonic clock; it takes no lock. Only the lease worker
+//!   local validity as `CLOCK_BOOTTIME` milliseconds (0: not valid). `snowflake_next()` reads it with one Acquire
+//!   load and compares it with `CLOCK_BOOTTIME`; it takes no lock. Only the lease worker
 //!   writes it (Release stores), so the id and its validity always change together.
 //! * The worker lowers the validity (stores a word with 0 ms) *before* it releases a lease or
 //!   gives an id up, and raises it only after the registry confirmed the lease: a backend can
@@ -84,7 +84,7 @@ impl State {
 #[repr(C)]
 pub struct LeaseShared {
     lock: *mut pg_sys::LWLock,
-    /// (worker id + 1) << 40 | valid-until monotonic ms; see the protocol above.
+    /// (worker id + 1) << 40 | valid-until CLOCK_BOOTTIME ms; see the protocol above.
     pub word: AtomicU64,
     /// Unix ms (this node's clock): no id may be issued at or after it under the current lease
     /// (the bound sent to the registry as `hwm_ms` with the claim that granted it). Stored by

@@ -3,7 +3,7 @@
 //! clean shutdown. It publishes the id and the lease's local validity in shared memory
 //! (`lease::shmem`), which is all `snowflake_next()` looks at.
 //!
-//! Local validity: `t0 + ttl - margin`, with `t0` the `CLOCK_MONOTONIC` reading taken *before*
+//! Local validity: `t0 + ttl - margin`, with `t0` the `CLOCK_BOOTTIME` reading taken *before*
 //! the claim statement is sent. The registry's `lease_until` is its `now()` + ttl, and its `now()`
 //! is read after `t0`; so, as long as the two clocks' *rates* differ by less than `margin` over
 //! one ttl, this node stops generating before the registry lets any other node take the id.
@@ -25,7 +25,7 @@ use pgrx::prelude::*;
 
 use super::registry::{Claim, Holder, Outcome, Registry};
 use super::shmem::{self, State};
-use crate::clock::monotonic_ms;
+use crate::clock::boottime_ms;
 use crate::gucs::{self, LeaseMode};
 
 /// Registers the worker (from `_PG_init`, while preloading, when `pg_idgen.lease_mode` is not off).
@@ -152,7 +152,7 @@ impl Worker {
         };
         let key = (id, token, renewed);
         if self.seen.map(|(k, _)| k) != Some(key) {
-            self.seen = Some((key, monotonic_ms()));
+            self.seen = Some((key, boottime_ms()));
         }
     }
 
@@ -160,7 +160,7 @@ impl Worker {
     /// least a full ttl (its own monotonic clock).
     fn may_take(&self, id: i64, st: &Settings) -> Option<(i64, i64)> {
         match self.seen {
-            Some(((i, token, renewed), since)) if i == id && monotonic_ms() - since >= st.ttl_ms => {
+            Some(((i, token, renewed), since)) if i == id && boottime_ms() - since >= st.ttl_ms => {
                 Some((token, renewed))
             }
             _ => None,
@@ -248,7 +248,7 @@ impl Worker {
         if self.id.is_some() && wanted != self.id {
             self.drop_id(); // fixed id changed by a reload
         }
-        let t0 = monotonic_ms();
+        let t0 = boottime_ms();
         // The bound of the ids this grant allows, by this node's clock: the end of its local
         // validity plus the lead the generator's clock may have. The registry keeps the highest
         // one (hwm_ms); a node that takes the id over continues above it.
@@ -426,13 +426,13 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
                 Wake::PostmasterDied => postmaster_died(sh),
             }
         }
-        let now = monotonic_ms();
+        let now = boottime_ms();
         if now >= next_round {
             let ok = w.round(&st);
-            let after = monotonic_ms();
+            let after = boottime_ms();
             next_round = if ok { now + st.renew_every_ms() } else { after + st.renew_every_ms().min(1000) };
         }
-        match wait((next_round - monotonic_ms()).clamp(10, 1000)) {
+        match wait((next_round - boottime_ms()).clamp(10, 1000)) {
             Wake::Go => {}
             Wake::Term => break,
             Wake::PostmasterDied => postmaster_died(sh),
