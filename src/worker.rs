@@ -144,6 +144,7 @@ fn set_worker_id(worker_id: i32) {
             None,
         );
     }
+    crate::lease::check_stored_worker_id(worker_id as i64);
     let upsert = format!(
         "INSERT INTO {}.pg_idgen_worker (worker_id, system_identifier) VALUES ($1, $2::pg_catalog.numeric) \
          ON CONFLICT (singleton) DO UPDATE SET worker_id = EXCLUDED.worker_id, \

@@ -139,6 +139,27 @@ pub fn lost_while_generating(worker: i64, tick: u64) -> ! {
     )
 }
 
+/// `set_worker_id()`: in fixed mode the leased id is `pg_idgen.worker_id` of postgresql.conf,
+/// which takes precedence over a stored id; storing another id would be silently unused, so it
+/// is refused (55000) once this node's lease names its id. In auto mode a stored id is checked
+/// against the lease when a session generates with it (`generation_worker`).
+pub fn check_stored_worker_id(worker: i64) {
+    if gucs::lease_mode() != LeaseMode::Fixed {
+        return;
+    }
+    let Some(sh) = shmem::shared() else { return };
+    if let (Some(id), _) = shmem::unpack(sh.word.load(Ordering::Acquire)) {
+        if id != worker {
+            raise_full(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("pg_idgen worker id {worker} is not leased by this node: its lease is for worker id {id}"),
+                Some("pg_idgen.lease_mode is fixed: the leased worker id is pg_idgen.worker_id of postgresql.conf, which takes precedence over a stored worker id.".to_string()),
+                Some("Change pg_idgen.worker_id in postgresql.conf and restart, or leave the stored worker id alone."),
+            );
+        }
+    }
+}
+
 #[cold]
 fn refuse(
     sh: &shmem::LeaseShared,

@@ -15,7 +15,8 @@
 #     gone: 'no free worker id' (lease_retire = 7 days), 55000; B reloaded with lease_retire =
 #     3000 s: B takes 1 (retired), A keeps 0.
 #  6. B in fixed mode without pg_idgen.worker_id: 'misconfigured', 55000 "not configured"; with
-#     worker_id 5: held; a session with pg_idgen.worker_id = 6 is refused (not leased).
+#     worker_id 5: held; a session with pg_idgen.worker_id = 6 is refused (not leased), and so is
+#     set_worker_id(6) (a stored id would be unused: postgresql.conf's worker_id wins).
 #  7. scripts/fleet.sh start --lease (aggregator = registry, 2 nodes, ports 28995-28997): the
 #     nodes hold the ids 1 and 2, `status` shows them, their ids decode to them.
 set -euo pipefail
@@ -119,6 +120,9 @@ check "6: snowflake_worker(): source setting, lease held" \
     "$(q "$B" "SELECT worker_id || ' ' || source || ' ' || (lease LIKE 'held (fixed mode, valid %')::text FROM snowflake_worker()")" == "5 setting true"
 expect_sql_error "$B" 55000 'pg_idgen worker id 6 is not leased by this node: its lease is for worker id 5' \
     "SET pg_idgen.worker_id = 6" "SELECT snowflake_next()"
+expect_sql_error "$B" 55000 'pg_idgen worker id 6 is not leased by this node: its lease is for worker id 5.*takes precedence over a stored worker id' \
+    "SELECT set_worker_id(6)"
+check "6: set_worker_id() with the leased id is accepted" "$(q "$B" "SELECT set_worker_id(5)" "SELECT worker_id FROM pg_idgen_worker" | tail -n 1)" == 5
 
 # ---- 7. scripts/fleet.sh --lease ----
 FLEET=$ROOT/scripts/fleet.sh
