@@ -118,6 +118,8 @@ struct Worker {
     /// unchanged for a full ttl on this node's clock: whatever the registry's clock did (a step
     /// forward ends leases early there), the holder has stopped by then.
     seen: Option<((i64, i64, i64), i64)>,
+    /// Whether the warning "this server is its own registry" was logged.
+    warned_self: bool,
 }
 
 impl Worker {
@@ -199,6 +201,15 @@ impl Worker {
         // grants the id elsewhere). A physical replica of the registry has the same identity.
         match self.reg.identity() {
             Ok((sysid, db)) => {
+                if !self.warned_self && self.me.system_identifier == sysid.to_string() {
+                    // Same system identifier: this server (or a physical copy of it) is the
+                    // registry. Its smart shutdown waits for this worker's own registry session,
+                    // and at a fast shutdown the release cannot reach it.
+                    self.warned_self = true;
+                    pgrx::warning!(
+                        "pg_idgen lease: pg_idgen.registry names this server itself (or a physical copy of it, system identifier {sysid}): a smart shutdown waits for the lease worker's own registry session, and the lease is not released at a fast shutdown (it runs out); use a registry on another server"
+                    );
+                }
                 let (had_sysid, had_db) = (
                     self.sh.registry_sysid.load(Ordering::Acquire),
                     self.sh.registry_db.load(Ordering::Acquire),
@@ -396,7 +407,16 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
             pgrx::error!("pg_idgen lease worker: cannot start its registry client: {e}");
         }
     };
-    let mut w = Worker { sh, reg, me: holder(), id: None, held: false, last_logged: None, seen: None };
+    let mut w = Worker {
+        sh,
+        reg,
+        me: holder(),
+        id: None,
+        held: false,
+        last_logged: None,
+        seen: None,
+        warned_self: false,
+    };
     // A worker restarted after an error (or pg_terminate_backend) continues the lease of its
     // predecessor: same token, so its first round is a renewal.
     if let (Some(id), _) = shmem::unpack(sh.word.load(Ordering::Acquire)) {

@@ -10,7 +10,8 @@
 #     reloads): 'registry unreachable', the detail says to CREATE EXTENSION, 55000 with it.
 #  4. registry = database reg with the extension, as a role without privileges: 'permission
 #     denied' in the detail; after GRANT SELECT, INSERT, UPDATE ON pg_idgen_leases: held, id 0.
-#     Non-superusers cannot read pg_idgen.registry (it may hold a password) nor the table.
+#     Non-superusers cannot read pg_idgen.registry (it may hold a password) nor the table. A,
+#     its own registry here, warns in its log that it should not be.
 #  5. B with lease_range 0-1 while A holds 0 and 1 was released an hour ago by a node that is
 #     gone: 'no free worker id' (lease_retire = 7 days), 55000; B reloaded with lease_retire =
 #     3000 s: B takes 1 (retired), A keeps 0.
@@ -91,6 +92,8 @@ qdb "$A" reg "GRANT SELECT, INSERT, UPDATE ON pg_idgen_leases TO leaser" >/dev/n
 wait_for "4: after GRANT SELECT, INSERT, UPDATE: held" state_is "$A" held
 check "4: A leased id 0" "$(q "$A" "SELECT worker_id FROM uid_decode(snowflake_next())")" == 0
 check "4: the registry row names node a" "$(qdb "$A" reg "SELECT worker_id || ' ' || node_name FROM pg_idgen_leases")" == "0 a"
+check "4: A warns that it is its own registry" \
+    "$(grep -c 'pg_idgen.registry names this server itself' "$("$CLUSTER" pgdata "$A")/log/postgresql.log" || true)" -ge 1
 
 # ---- 5. range exhausted, retirement ----
 # id 1 was held by a node that is gone and released it an hour ago (by the registry's clock)
