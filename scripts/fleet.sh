@@ -5,7 +5,8 @@
 #
 # Usage:
 #   scripts/fleet.sh start [--nodes N] [--base-port P] [--name PREFIX] [--first-worker-id W]
-#                          [--agg-worker-id A] [--db DB] [-- postgres options...]
+#                          [--agg-worker-id A] [--db DB] [--lease [--lease-ttl S]]
+#                          [-- postgres options...]
 #       initdb on first use, then (re)start. Defaults: N=3, P=28870, PREFIX=fleet, W=1, DB=postgres.
 #       Aggregator: cluster PREFIXagg on port P, pg_idgen.worker_id = A (default -1: unset, so it
 #       cannot generate snowflake ids by mistake; it only stores, decodes and reads).
@@ -13,6 +14,10 @@
 #       Every instance: shared_preload_libraries = pg_idgen (pgrx-config/postgresql.conf),
 #       wal_level = logical, replication slots / WAL senders / logical replication workers
 #       for 2 subscribing databases per node, and CREATE EXTENSION IF NOT EXISTS pg_idgen in DB.
+#       --lease: worker ids are leased instead (README "Leased worker ids"): the aggregator's DB
+#       is the registry, node i runs pg_idgen.lease_mode = auto with node name nodei, the range
+#       W..W+N-1 and pg_idgen.lease_ttl = S seconds (default 10; lease_margin = S/5, at least 1);
+#       `status` then shows the id each node holds.
 #       Options after `--` go to every postgres (e.g. -- -c log_min_messages=info).
 #   scripts/fleet.sh stop     [--name PREFIX] [fast|smart|immediate]   # keeps the data
 #   scripts/fleet.sh destroy  [--name PREFIX]                          # stop immediate + rm -rf
@@ -52,6 +57,8 @@ AGG_WORKER=-1
 DB=${PGDATABASE:-postgres}
 PG_OPTS=()
 ARGS=()
+LEASE=0
+LEASE_TTL=10
 
 is_int() { [[ ${1:-} =~ ^-?[0-9]+$ ]]; }
 
@@ -64,6 +71,8 @@ parse() {
             --first-worker-id) FIRST_WORKER=${2:-}; shift 2 ;;
             --agg-worker-id)   AGG_WORKER=${2:-}; shift 2 ;;
             --db)              DB=${2:-}; shift 2 ;;
+            --lease)           LEASE=1; shift ;;
+            --lease-ttl)       LEASE_TTL=${2:-}; shift 2 ;;
             --)                shift; PG_OPTS=("$@"); break ;;
             -h|--help)         usage ;;
             *)                 ARGS+=("$1"); shift ;;
@@ -75,6 +84,7 @@ parse() {
         || die "bad --base-port '$BASE_PORT'"
     is_int "$FIRST_WORKER" && [ "$FIRST_WORKER" -ge 0 ] || die "bad --first-worker-id '$FIRST_WORKER'"
     is_int "$AGG_WORKER" && [ "$AGG_WORKER" -ge -1 ] || die "bad --agg-worker-id '$AGG_WORKER'"
+    is_int "$LEASE_TTL" && [ "$LEASE_TTL" -ge 2 ] || die "bad --lease-ttl '$LEASE_TTL'"
     return 0
 }
 
@@ -106,13 +116,26 @@ cmd_start() {
     {
         echo "agg ${PREFIX}agg $BASE_PORT $AGG_WORKER"
         local i
-        for i in $(seq 1 "$n"); do echo "node$i ${PREFIX}$i $((BASE_PORT + i)) $((FIRST_WORKER + i - 1))"; done
+        for i in $(seq 1 "$n"); do
+            if [ "$LEASE" = 1 ]; then echo "node$i ${PREFIX}$i $((BASE_PORT + i)) lease"
+            else echo "node$i ${PREFIX}$i $((BASE_PORT + i)) $((FIRST_WORKER + i - 1))"; fi
+        done
     } > "$f.tmp"
     mv -f "$f.tmp" "$f"
-    local role name port wid
+    local role name port wid own
     while read -r role name port wid; do
-        note "$role: cluster $name, port $port, pg_idgen.worker_id = $wid"
-        "$CLUSTER" start "$name" "$port" "${common[@]}" -c "pg_idgen.worker_id=$wid" \
+        own=(-c "pg_idgen.worker_id=$wid")
+        if [ "$wid" = lease ]; then   # the aggregator (first line) is up: it is the registry
+            local margin=$(( LEASE_TTL / 5 > 1 ? LEASE_TTL / 5 : 1 ))
+            own=(-c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto
+                 -c "pg_idgen.registry=host=127.0.0.1 port=$BASE_PORT user=postgres dbname=$DB"
+                 -c "pg_idgen.node_name=$role" -c "pg_idgen.lease_range=$FIRST_WORKER-$((FIRST_WORKER + n - 1))"
+                 -c "pg_idgen.lease_ttl=$LEASE_TTL" -c "pg_idgen.lease_margin=$margin")
+            note "$role: cluster $name, port $port, worker id leased from the aggregator (auto)"
+        else
+            note "$role: cluster $name, port $port, pg_idgen.worker_id = $wid"
+        fi
+        "$CLUSTER" start "$name" "$port" "${common[@]}" "${own[@]}" \
             ${PG_OPTS[@]+"${PG_OPTS[@]}"} 2>/dev/null \
             || { "$CLUSTER" log "$name" 20 >&2 || true; die "could not start $name"; }
         if [ "$DB" != postgres ]; then
@@ -122,6 +145,18 @@ cmd_start() {
         PGDATABASE=$DB "$CLUSTER" psql "$name" -c "SET client_min_messages = warning" \
             -c "CREATE EXTENSION IF NOT EXISTS pg_idgen"
     done < "$f"
+    if [ "$LEASE" = 1 ]; then   # wait (at most 30 s each) until every node holds its lease
+        while read -r role name port wid; do
+            [ "$wid" = lease ] || continue
+            local i st=
+            for i in $(seq 1 150); do
+                st=$(PGDATABASE=$DB "$CLUSTER" psql "$name" -At -c "SELECT state FROM snowflake_lease()" 2>/dev/null || true)
+                [ "$st" = held ] && break
+                sleep 0.2
+            done
+            [ "$st" = held ] || note "$role: no lease yet (state: ${st:-?}); see $CLUSTER log $name"
+        done < "$f"
+    fi
     cmd_status
 }
 
@@ -143,6 +178,9 @@ cmd_status() {
     local role name port wid rc=0 st
     while read -r role name port wid; do
         if "$CLUSTER" status "$name" >/dev/null 2>&1; then st=running; else st=stopped; rc=3; fi
+        if [ "$wid" = lease ]; then   # the id it holds, and the lease's state
+            wid="$(PGDATABASE=$DB "$CLUSTER" psql "$name" -At -c "SELECT coalesce(worker_id::text, '-') || ' (lease ' || state || ')' FROM snowflake_lease()" 2>/dev/null || echo '- (lease)')"
+        fi
         printf '%-6s %-16s port %-5s worker_id %-4s %s\n' "$role" "$name" "$port" "$wid" "$st"
     done < "$(FLEET_FILE)"
     return $rc

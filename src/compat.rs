@@ -9,6 +9,11 @@
 //! "Releasing". Kept elsewhere, next to their successors because they share their code: 0.1.0's
 //! set-returning `uid_decode` forms (`decode.rs`, `sql = false`: symbols `uid_decode_wrapper`
 //! and `uid_decode_layout_wrapper`).
+//!
+//! | symbol                              | named by      | here                                |
+//! |-------------------------------------|---------------|-------------------------------------|
+//! | `pg_idgen_catalog_changed_wrapper`  | 0.1.0         | the same trigger                    |
+//! | `snowflake_worker_wrapper`          | 0.1.0, 0.2.0  | refuses: update the extension       |
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -24,4 +29,26 @@ pub unsafe extern "C-unwind" fn pg_idgen_catalog_changed_wrapper(
 ) -> pg_sys::Datum {
     // SAFETY: the same call frame, passed on unchanged.
     unsafe { crate::catalog::pg_idgen_catalog_changed(fcinfo) }
+}
+
+// 0.1.0 and 0.2.0: `snowflake_worker()` had four columns (symbol `snowflake_worker_wrapper`);
+// 0.3.0's has a fifth, `lease`, under the symbol `snowflake_worker_with_lease_wrapper`.
+crate::pg_function_info_v1!(pg_finfo_snowflake_worker_wrapper);
+
+/// Only an older version's SQL names this symbol, and this library cannot fill its row type:
+/// it refuses with the version mismatch, as every function that reads the extension's tables does.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn snowflake_worker_wrapper(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // In a database at an older version this raises the mismatch, with its hint.
+    let _ = crate::catalog::extension_namespace_and_oid();
+    // Reached only while the update itself runs (the check lets it through).
+    crate::errors::raise(
+        crate::errors::Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "the four-column snowflake_worker() of an older pg_idgen cannot run with library {}",
+            crate::catalog::LIBRARY_VERSION
+        ),
+        Some("Run ALTER EXTENSION pg_idgen UPDATE in this database."),
+    )
 }

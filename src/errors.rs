@@ -93,6 +93,11 @@ pub fn gen_error(e: GenError) -> ! {
             format!("cannot generate an id: {e}"),
             Some("Move to a layout with a later epoch or more time bits (pg_idgen.layout); ids are never wrapped or truncated."),
         ),
+        GenError::Fenced { .. } => raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("cannot generate an id: {e}"),
+            Some("See SELECT * FROM snowflake_lease()."),
+        ),
         GenError::TooFarAhead { .. } => raise(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("cannot generate an id: {e}"),

@@ -9,6 +9,13 @@
 //! | `pg_idgen.reserve_ms` | int ms | 1000 | sighup |
 //! | `pg_idgen.sequence_start` | enum | `vibrate` | user |
 //! | `pg_idgen.max_segments` | int | 256 | postmaster |
+//! | `pg_idgen.lease_mode` | enum off/fixed/auto | off | postmaster |
+//! | `pg_idgen.registry` | string (conninfo), superuser-only to read | empty | sighup |
+//! | `pg_idgen.lease_range` | string `lo-hi` | `0-1023` | postmaster |
+//! | `pg_idgen.node_name` | string | empty | postmaster |
+//! | `pg_idgen.lease_ttl` | int s | 30 | sighup |
+//! | `pg_idgen.lease_margin` | int s | 5 | sighup |
+//! | `pg_idgen.lease_retire` | int s | 604800 (7 days) | sighup |
 //!
 //! Values are validated by check hooks, so a bad value is refused at `SET`, at reload and at
 //! start. A bad value in postgresql.conf at start would only be a WARNING for a custom setting,
@@ -34,6 +41,27 @@ pub static RESERVE_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_SEGMENTS: GucSetting<i32> = GucSetting::<i32>::new(256);
 pub const MAX_SEGMENTS_LIMIT: i32 = 1_000_000;
 pub static SEQUENCE_START: GucSetting<StartSetting> = GucSetting::<StartSetting>::new(StartSetting::Vibrate);
+pub static LEASE_MODE: GucSetting<LeaseMode> = GucSetting::<LeaseMode>::new(LeaseMode::Off);
+pub static REGISTRY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static LEASE_RANGE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"0-1023"));
+pub static NODE_NAME: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(30);
+pub static LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(5);
+pub static LEASE_RETIRE: GucSetting<i32> = GucSetting::<i32>::new(604_800);
+/// Highest worker id a lease can hold: the id shares one 64-bit shared word with the lease's
+/// end (`lease::shmem`), in 24 bits.
+pub const LEASE_MAX_WORKER: i64 = pg_idgen_core::lease::MAX_WORKER;
+
+/// `pg_idgen.lease_mode`: whether worker ids are leased from a registry (`lease`).
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LeaseMode {
+    #[name = c"off"]
+    Off,
+    #[name = c"fixed"]
+    Fixed,
+    #[name = c"auto"]
+    Auto,
+}
 
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
 pub enum StartSetting {
@@ -82,6 +110,37 @@ fn read_int(setting: &'static GucSetting<i32>) -> i32 {
 pub fn worker_id_setting() -> Option<i32> {
     let w = read_int(&WORKER_ID);
     (w >= 0).then_some(w)
+}
+
+/// `pg_idgen.lease_mode` (fixed at start).
+pub fn lease_mode() -> LeaseMode {
+    // SAFETY: as in `read_int`; guc.c only stores ordinals of LeaseMode's values.
+    LeaseMode::from_ordinal(unsafe { *LEASE_MODE.as_ptr() })
+}
+
+/// A string setting as Rust text ("" when unset).
+pub fn string_setting(setting: &'static GucSetting<Option<CString>>) -> String {
+    setting.get().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// An int setting (read on the backend's or worker's main thread).
+pub fn int_setting(setting: &'static GucSetting<i32>) -> i32 {
+    read_int(setting)
+}
+
+/// Parses `pg_idgen.lease_range`: `lo-hi`, both within 0 .. max.
+pub fn parse_lease_range(text: &str, max: i64) -> Result<(i64, i64), String> {
+    pg_idgen_core::lease::parse_range(text, max)
+}
+
+/// `pg_idgen.lease_range` as numbers (validated at start).
+pub fn lease_range() -> (i64, i64) {
+    parse_lease_range(&string_setting(&LEASE_RANGE), lease_max_worker()).unwrap_or((0, 0))
+}
+
+/// The largest worker id a lease can hold with this server's layout.
+pub fn lease_max_worker() -> i64 {
+    (layout().max_worker() as i64).min(LEASE_MAX_WORKER)
 }
 
 /// The reservation window actually used: `pg_idgen.reserve_ms`, but at most
@@ -198,6 +257,105 @@ unsafe extern "C-unwind" fn check_worker_id(
     true
 }
 
+#[pg_guard]
+unsafe extern "C-unwind" fn check_lease_range(
+    newval: *mut *mut c_char,
+    _extra: *mut *mut c_void,
+    _source: pg_sys::GucSource::Type,
+) -> bool {
+    // SAFETY: guc.c passes a valid pointer to a NUL-terminated string or NULL.
+    let text = unsafe {
+        if newval.is_null() || (*newval).is_null() {
+            return true;
+        }
+        CStr::from_ptr(*newval).to_string_lossy().into_owned()
+    };
+    // Syntax only: the layout may not be applied yet when this runs (the built-in default is
+    // checked before postgresql.conf's layout), and the range matters only with leases on.
+    // `init` checks it against the layout once every setting is in, when lease_mode is auto.
+    match parse_lease_range(&text, LEASE_MAX_WORKER) {
+        Ok(_) => true,
+        Err(e) => {
+            record_startup_rejection("pg_idgen.lease_range", &e);
+            // SAFETY: inside a GUC check hook.
+            unsafe { set_check_detail(&e) };
+            false
+        }
+    }
+}
+
+/// The lease settings (`lease`); only when preloaded (the lease worker is registered at start).
+fn define_lease_settings() {
+    // SAFETY: the GucSetting statics live forever; the hook is a guarded C-unwind function.
+    unsafe {
+        GucRegistry::define_string_guc_with_hooks(
+            c"pg_idgen.lease_range",
+            c"Worker ids pg_idgen.lease_mode = auto may take, as \"lo-hi\".",
+            c"Every node of a fleet using one registry should use the same range. Fixed at server start.",
+            &LEASE_RANGE,
+            GucContext::Postmaster,
+            GucFlags::default(),
+            Some(check_lease_range),
+            None,
+            None,
+        );
+    }
+    GucRegistry::define_enum_guc(
+        c"pg_idgen.lease_mode",
+        c"Whether the worker id is leased from a registry: off, fixed (lease pg_idgen.worker_id) or auto (lease a free id of pg_idgen.lease_range).",
+        c"With a lease, snowflake_next() refuses to generate unless this node holds a valid lease of its worker id. Fixed at server start.",
+        &LEASE_MODE,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"pg_idgen.registry",
+        c"Connection string of the worker-id registry (a database with the pg_idgen extension).",
+        c"Read by the lease worker only; may hold a password, so only superusers can read it.",
+        &REGISTRY,
+        GucContext::Sighup,
+        GucFlags::SUPERUSER_ONLY,
+    );
+    GucRegistry::define_string_guc(
+        c"pg_idgen.node_name",
+        c"This node's name in the registry; with the system identifier, it makes an automatically leased worker id sticky.",
+        c"Fixed at server start.",
+        &NODE_NAME,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_idgen.lease_ttl",
+        c"Length of a worker id lease, in seconds, as the registry's clock counts it.",
+        c"The lease worker renews it three times per lease; a node that cannot renew stops generating before it runs out.",
+        &LEASE_TTL,
+        2,
+        86_400,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_idgen.lease_margin",
+        c"How long before the lease runs out (by the registry's clock) this node stops generating, in seconds.",
+        c"Covers the drift of this node's clock rate against the registry's over one lease; at most half of pg_idgen.lease_ttl is used.",
+        &LEASE_MARGIN,
+        1,
+        43_200,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_idgen.lease_retire",
+        c"How long an automatically leased worker id stays reserved for its node after its lease ended, in seconds.",
+        c"Only then can pg_idgen.lease_mode = auto give it to another node.",
+        &LEASE_RETIRE,
+        0,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+}
+
 /// `pg_idgen.max_segments` (postmaster): capacity of the shared segment table.
 fn define_max_segments() {
     // An out-of-range value of a custom setting at start is only a WARNING (and the default
@@ -307,10 +465,19 @@ pub fn init(preloading: bool) {
     );
     if preloading {
         define_max_segments();
+        define_lease_settings();
         // Reserving the prefix later would drop the pg_idgen.layout placeholder read above.
         unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
     }
 
+    let rejected = STARTUP_REJECTION.with(|r| r.borrow().is_some());
+    if preloading && !rejected && lease_mode() == LeaseMode::Auto {
+        // Every setting of postgresql.conf is applied now: the range auto mode leases from must
+        // fit the layout (off and fixed never read it).
+        if let Err(e) = parse_lease_range(&string_setting(&LEASE_RANGE), lease_max_worker()) {
+            record_startup_rejection("pg_idgen.lease_range", &e);
+        }
+    }
     if let Some(msg) = STARTUP_REJECTION.with(|r| r.borrow_mut().take()) {
         raise(
             Code::ERRCODE_INVALID_PARAMETER_VALUE,

@@ -1,5 +1,6 @@
 //! The one chain of shared-memory hooks. Each subsystem only sizes, creates and attaches its own
-//! memory: the snowflake generator state (`shmem`) and the segment table (`segment`).
+//! memory: the snowflake generator state (`shmem`), the segment table (`segment`) and the worker
+//! id lease (`lease::shmem`).
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -41,6 +42,7 @@ unsafe extern "C-unwind" fn shmem_request() {
         }
         crate::shmem::request_shmem();
         crate::segment::request_shmem();
+        crate::lease::shmem::request_shmem();
     }
 }
 
@@ -56,6 +58,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
         pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let created = crate::shmem::attach_shmem();
         crate::segment::attach_shmem();
+        crate::lease::shmem::attach_shmem();
         pg_sys::LWLockRelease(init_lock);
         if created {
             // Freshly created (server start, or after a crash): fill it from disk, and write the

@@ -10,6 +10,7 @@
 //!   snowflake ─> shmem ──> state_file      (generator state; its durable copy)
 //!                shmem <─> wal             (reservations are WAL-logged; redo raises them)
 //!                worker ─> catalog         (the worker id: setting or table)
+//!                lease ──> worker          (leased worker ids: lease::{shmem, worker, registry})
 //!   decode ────> layouts ─> catalog        (uid_decode & co; custom layouts)
 //!   segment/ ──> catalog, lock, clock      (table, claim, config, reserve, hot, admin, status)
 //!   everything > errors, clock, lock, gucs
@@ -23,6 +24,8 @@
 //! * [`shmem`] — shared generator state and its locking protocol; [`state_file`] — its durable
 //!   copy; [`wal`] — the custom WAL resource manager that carries reservations to standbys;
 //! * [`snowflake`] — `snowflake_next()` and statistics; [`worker`] — the worker id;
+//! * [`lease`] — worker id leases from a registry: the hot-path check (`lease`), its shared word
+//!   (`lease::shmem`), the background worker (`lease::worker`) and its client (`lease::registry`);
 //! * [`decode`] — `uid_decode`, `snowflake_at`, `uid_compose`, `snowflake_layout`;
 //!   [`layouts`] — named and custom layouts;
 //! * [`segment`] — segment sequences (`segment_next()` & co);
@@ -58,6 +61,7 @@ mod errors;
 mod gucs;
 mod hooks;
 mod layouts;
+mod lease;
 mod lock;
 mod mask;
 mod segment;
@@ -86,6 +90,7 @@ pub extern "C-unwind" fn _PG_init() {
     if preloading {
         hooks::init();
         wal::init();
+        lease::init();
     }
 }
 

@@ -243,6 +243,43 @@ pub fn replay_reservation(worker: i64, until_ms: i64) {
     slot.ws.reserved.store(tick, Ordering::Release);
 }
 
+/// Leases (`lease::worker`): the worker id was taken over from another holder whose ids all lie
+/// below `until_ms` (the registry's high-water mark): this server continues at or above it. As a
+/// reservation is made: WAL-logged and written to the state file first, then `reserved` and the
+/// state are raised under `lock` (the state too when the reservation already covers the floor,
+/// so that no id below it is issued). Called by the lease worker before it publishes the lease.
+pub fn raise_floor(worker: i64, until_ms: i64) {
+    let sh = shared();
+    let layout = gucs::layout();
+    let tick = tick_at_or_after(layout, until_ms);
+    let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+    let Some(slot) = claim_slot_locked(sh, worker) else {
+        raise(
+            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!("pg_idgen can generate for at most {MAX_WORKER_SLOTS} distinct worker ids between two restarts of the server"),
+            Some("Restart the server: a restart frees the slots of worker ids whose reservation has passed."),
+        );
+    };
+    if tick > slot.ws.reserved.load(Ordering::Acquire) {
+        let until = layout.tick_to_unix_ms(tick).min(i64::MAX as i128) as i64;
+        crate::wal::log_reservation(worker, until);
+        persist(sh, layout, Override::Slot(slot, tick), pgrx::PgLogLevel::ERROR);
+        slot.ws.reserved.store(tick, Ordering::Release);
+    }
+    slot.ws.state.fetch_max(state_before_tick(tick, layout.sequence_bits), Ordering::AcqRel);
+}
+
+/// Leases: Unix ms below which every id of `worker` issued since start lies (its reservation's
+/// end), or None when this server has no slot for it (issued none since start).
+pub fn reserved_until_ms(worker: i64) -> Option<i64> {
+    let sh = shared();
+    let layout = gucs::layout();
+    sh.slots
+        .iter()
+        .find(|s| s.worker_id.load(Ordering::Acquire) == worker)
+        .map(|s| layout.tick_to_unix_ms(s.ws.reserved.load(Ordering::Acquire)).min(i64::MAX as i128) as i64)
+}
+
 /// Confirms the server's layout after a layout change: rewrites the state file with it.
 pub fn accept_layout() -> bool {
     let sh = shared();

@@ -4,7 +4,7 @@ use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
 use pg_idgen_core::generator::state_tick;
-use pg_idgen_core::{next_id, Clock, LocalState};
+use pg_idgen_core::{next_id_fenced, Clock, LocalState};
 use pgrx::prelude::*;
 
 use crate::clock::{monotonic_ms, ms_to_timestamptz, now_unix_ms};
@@ -83,16 +83,29 @@ fn snowflake_next() -> i64 {
         );
     }
     check_layout_confirmed(sh);
-    let worker = crate::worker::resolve();
+    // The configured worker id, or with leases the leased one while its lease is valid.
+    let worker = crate::lease::generation_worker();
     let layout = gucs::layout();
     let slot = shmem::slot_for(worker);
     let issued = LOCAL.with(|local| {
         let mut local = local.borrow_mut();
-        next_id(&slot.ws, layout, worker as u64, gucs::policy(), &PgClock, &mut local, |tick| {
-            shmem::extend_reservation(slot, layout, tick, now_unix_ms(), true)
-        })
+        next_id_fenced(
+            &slot.ws,
+            layout,
+            worker as u64,
+            gucs::policy(),
+            &PgClock,
+            &mut local,
+            |tick| shmem::extend_reservation(slot, layout, tick, now_unix_ms(), true),
+            // With a lease, checked again after the id's time is fixed: the call may have waited
+            // (reservation, lock queue, the clock) since generation_worker() checked it.
+            |tick| crate::lease::still_valid(worker, tick),
+        )
     });
-    let issued = issued.unwrap_or_else(|e| errors::gen_error(e));
+    let issued = issued.unwrap_or_else(|e| match e {
+        pg_idgen_core::GenError::Fenced { tick } => crate::lease::lost_while_generating(worker, tick),
+        e => errors::gen_error(e),
+    });
     if let Some(back) = issued.step_back_ms {
         errors::warn(
             format!("pg_idgen: the system clock stepped back by {back} ms; ids continue from the generator's own clock"),

@@ -16,6 +16,7 @@ extension_sql_file!(
     requires = ["layouts", worker::set_worker_id, worker::clear_worker_id]
 );
 extension_sql_file!("../sql/decode.sql", name = "decode");
+extension_sql_file!("../sql/lease.sql", name = "lease", requires = [lease::snowflake_lease]);
 extension_sql_file!(
     "../sql/snowflake.sql",
     name = "snowflake",

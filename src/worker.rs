@@ -64,7 +64,8 @@ fn stored() -> Option<Stored> {
     s
 }
 
-/// This session's worker id if one is configured and usable, without raising.
+/// This session's worker id if one is configured and usable, without raising (with an
+/// automatic lease and nothing configured: the leased id).
 pub fn resolve_quietly() -> Option<i64> {
     if let Some(w) = gucs::worker_id_setting() {
         return Some(w as i64);
@@ -74,21 +75,28 @@ pub fn resolve_quietly() -> Option<i64> {
             s.system_identifier == system_identifier() && s.worker_id as u64 <= gucs::layout().max_worker()
         })
         .map(|s| s.worker_id as i64)
+        .or_else(|| crate::lease::summary().and_then(|(id, _)| id))
 }
 
 /// This session's worker id, resolved as SPEC §5 says; raises when there is none or when the
 /// stored one was made on another cluster.
 pub fn resolve() -> i64 {
-    if let Some(w) = gucs::worker_id_setting() {
-        return w as i64;
-    }
-    let Some(s) = stored() else {
+    configured().unwrap_or_else(|| {
         raise(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             "pg_idgen worker id is not configured",
             Some("Set pg_idgen.worker_id in postgresql.conf (or ALTER DATABASE ... SET pg_idgen.worker_id), or run SELECT set_worker_id(n) in this database, with a value unique across every node generating ids."),
         )
-    };
+    })
+}
+
+/// The worker id this session configured (setting, else table row), None when neither; raises
+/// when the stored one was made on another cluster or does not fit the layout.
+pub fn configured() -> Option<i64> {
+    if let Some(w) = gucs::worker_id_setting() {
+        return Some(w as i64);
+    }
+    let s = stored()?;
     let here = system_identifier();
     if s.system_identifier != here {
         raise(
@@ -116,7 +124,7 @@ pub fn resolve() -> i64 {
             Some("Store a smaller one with set_worker_id()."),
         );
     }
-    s.worker_id as i64
+    Some(s.worker_id as i64)
 }
 
 /// Stores this database's worker id, for sessions where `pg_idgen.worker_id` is not set, with
@@ -136,6 +144,7 @@ fn set_worker_id(worker_id: i32) {
             None,
         );
     }
+    crate::lease::check_stored_worker_id(worker_id as i64);
     let upsert = format!(
         "INSERT INTO {}.pg_idgen_worker (worker_id, system_identifier) VALUES ($1, $2::pg_catalog.numeric) \
          ON CONFLICT (singleton) DO UPDATE SET worker_id = EXCLUDED.worker_id, \
@@ -164,29 +173,40 @@ fn clear_worker_id() -> bool {
         })
 }
 
-/// Where this session's worker id comes from: `setting` (pg_idgen.worker_id) or `table`
-/// (set_worker_id), and for a stored one the system identifier it was set on and whether that is
-/// this cluster.
-#[pg_extern(volatile, parallel_safe)]
+/// Where this session's worker id comes from: `setting` (pg_idgen.worker_id), `table`
+/// (set_worker_id) or `lease` (pg_idgen.lease_mode = auto, nothing configured), for a stored one
+/// the system identifier it was set on and whether that is this cluster, and with leases on the
+/// lease's state (`off` without). (Symbol `snowflake_worker_with_lease_wrapper`: the four-column
+/// form of 0.1.0 and 0.2.0 had `snowflake_worker_wrapper`, kept in `compat`.)
+#[pg_extern(volatile, parallel_safe, name = "snowflake_worker")]
 #[allow(clippy::type_complexity)]
-fn snowflake_worker() -> TableIterator<
+fn snowflake_worker_with_lease() -> TableIterator<
     'static,
     (
         name!(worker_id, Option<i32>),
         name!(source, Option<String>),
         name!(system_identifier, Option<String>),
         name!(confirmed, Option<bool>),
+        name!(lease, String),
     ),
 > {
+    let lease = crate::lease::summary();
+    let lease_text = lease.as_ref().map_or_else(|| "off".to_string(), |(_, t)| t.clone());
     let row = match (gucs::worker_id_setting(), stored()) {
-        (Some(w), _) => (Some(w), Some("setting".to_string()), None, None),
+        (Some(w), _) => (Some(w), Some("setting".to_string()), None, None, lease_text),
         (None, Some(s)) => (
             Some(s.worker_id),
             Some("table".to_string()),
             Some(s.system_identifier.to_string()),
             Some(s.system_identifier == system_identifier()),
+            lease_text,
         ),
-        (None, None) => (None, None, None, None),
+        (None, None) => match lease {
+            Some((Some(id), text)) if gucs::lease_mode() == gucs::LeaseMode::Auto => {
+                (i32::try_from(id).ok(), Some("lease".to_string()), None, None, text)
+            }
+            _ => (None, None, None, None, lease_text),
+        },
     };
     TableIterator::once(row)
 }

@@ -113,6 +113,8 @@ pub enum GenError {
     TimeOverflow { max_tick: u64 },
     /// The logical clock would lead the wall clock by more than the drift bound plus the wait.
     TooFarAhead { lead_ms: i64, max_drift_ms: i64, max_wait_ms: i64 },
+    /// The fence of [`next_id_fenced`] refused the id whose time was fixed (a lease ended).
+    Fenced { tick: u64 },
 }
 
 impl std::fmt::Display for GenError {
@@ -131,6 +133,9 @@ impl std::fmt::Display for GenError {
                 "the id generator's clock is {lead_ms} ms ahead of the system clock, more than \
                  pg_idgen.max_drift_ms ({max_drift_ms}) plus pg_idgen.max_wait_ms ({max_wait_ms})"
             ),
+            GenError::Fenced { tick } => {
+                write!(f, "the worker id may no longer issue ids of tick {tick} (its lease ended)")
+            }
         }
     }
 }
@@ -220,7 +225,28 @@ pub fn next_id<C: Clock>(
     policy: Policy,
     clock: &C,
     local: &mut LocalState,
+    reserve: impl FnMut(u64),
+) -> Result<Issued, GenError> {
+    next_id_fenced(ws, layout, worker, policy, clock, local, reserve, |_| true)
+}
+
+/// [`next_id`] with a fence: `fence(tick)` is asked after the clock was read, the tick fixed and
+/// its reservation made, immediately before the compare-and-swap that issues the id; when it
+/// returns false no id is issued and the call fails with [`GenError::Fenced`]. Everything that
+/// can block (reservations, waits for the clock, lost races) happens before it, and a lost
+/// race asks it again: the fence sees every id at the last moment before it exists. Used for
+/// worker id leases: an id is only issued while the lease is still valid after its time was
+/// read.
+#[allow(clippy::too_many_arguments)]
+pub fn next_id_fenced<C: Clock>(
+    ws: &WorkerState,
+    layout: &Layout,
+    worker: u64,
+    policy: Policy,
+    clock: &C,
+    local: &mut LocalState,
     mut reserve: impl FnMut(u64),
+    mut fence: impl FnMut(u64) -> bool,
 ) -> Result<Issued, GenError> {
     let seq_bits = layout.sequence_bits;
     let mut step_back_ms = None;
@@ -274,6 +300,9 @@ pub fn next_id<C: Clock>(
             continue;
         }
         let next = (tick << seq_bits) | seq;
+        if !fence(tick) {
+            return Err(GenError::Fenced { tick });
+        }
         if ws.state.compare_exchange_weak(last, next, Ordering::AcqRel, Ordering::Relaxed).is_err() {
             continue;
         }
@@ -509,6 +538,55 @@ mod tests {
         assert_eq!(clock.waited.get(), 2, "one 1-ms wait per exhausted tick");
         assert_eq!(g.ws.waits.load(Ordering::Relaxed), 2);
         assert_eq!(g.ws.exhaustions.load(Ordering::Relaxed), 2, "two ticks ran out");
+    }
+
+    #[test]
+    fn the_fence_sees_the_fixed_tick_after_waits_and_reservations_and_can_refuse() {
+        // A lease that ends at `end` (wall ms): the fence refuses once the clock reached it.
+        let mut g = Gen::new("default", 2, Policy { max_drift_ms: 0, max_wait_ms: 50, ..ZERO });
+        let t0 = crate::layout::DEFAULT_EPOCH_MS + 100;
+        let clock = TestClock::at(t0);
+        let end = t0 + 1;
+        let mut asked = Vec::new();
+        let next = |g: &mut Gen, asked: &mut Vec<(u64, i64, bool)>| {
+            let (ws, layout, durable) = (&g.ws, &g.layout, &g.durable);
+            next_id_fenced(
+                ws,
+                layout,
+                g.worker,
+                g.policy,
+                &clock,
+                &mut g.local,
+                |tick| {
+                    let e = reservation_end(layout, tick, clock.now_ms(), g.policy.reserve_window_ms);
+                    durable.set(e);
+                    ws.reserved.store(e, Ordering::Release);
+                },
+                |tick| {
+                    // asked with the tick already reserved, at the clock after any wait
+                    let reserved = ws.reserved.load(Ordering::Acquire) > tick;
+                    asked.push((tick, clock.now_ms(), reserved));
+                    clock.now_ms() < end
+                },
+            )
+        };
+        // One full tick (4096 ids) within the lease.
+        for _ in 0..4096 {
+            next(&mut g, &mut asked).unwrap();
+        }
+        assert!(
+            asked.iter().all(|&(t, now, r)| r && now == t0 && t == 100),
+            "every id asked at t0, reserved"
+        );
+        let issued = g.ws.issued.load(Ordering::Relaxed);
+        let state = g.ws.state.load(Ordering::Relaxed);
+        // The next id needs the next tick: the call waits 1 ms for the clock (max_drift 0); the
+        // lease ended meanwhile, so the fence refuses the id whose time is now fixed.
+        asked.clear();
+        assert_eq!(next(&mut g, &mut asked).unwrap_err(), GenError::Fenced { tick: 101 });
+        assert_eq!(asked, vec![(101, t0 + 1, true)], "asked once, after the wait and the reservation");
+        assert_eq!(g.ws.issued.load(Ordering::Relaxed), issued, "no id issued");
+        assert_eq!(g.ws.state.load(Ordering::Relaxed), state, "the state did not move");
     }
 
     #[test]

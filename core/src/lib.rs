@@ -2,14 +2,17 @@
 //! `cargo test`: id layouts and their arithmetic ([`layout`]) and the snowflake clock policy
 //! with an injectable clock ([`generator`]), segment arithmetic and the double buffer ([`segment`]),
 //! the generator's durable state file ([`state_file`]), the keyed id mask ([`mask`]) and text
-//! codes ([`codes`]).
+//! codes ([`codes`]), and the worker id lease's shared word and validity ([`lease`]).
 
 #![forbid(unsafe_code)]
 
 pub mod generator;
 pub mod layout;
+pub mod lease;
 
-pub use generator::{next_id, Clock, GenError, Issued, LocalState, Policy, SequenceStart, WorkerState};
+pub use generator::{
+    next_id, next_id_fenced, Clock, GenError, Issued, LocalState, Policy, SequenceStart, WorkerState,
+};
 pub use layout::{FieldOrder, IdError, Layout, LayoutError, Parts, NAMED_LAYOUTS};
 pub mod segment;
 pub mod state_file;

@@ -58,3 +58,19 @@ RESET ROLE;
 DROP ROLE idgen_worker_user;
 SELECT clear_worker_id();
 RESET pg_idgen.worker_id;
+-- Leases (pg_idgen.lease_mode, off here): snowflake_lease() and snowflake_worker() say so, the
+-- registry table is empty and PUBLIC has no privilege on it; pg_idgen.registry (it may hold a
+-- password) is hidden from other roles.
+SHOW pg_idgen.lease_mode;
+SELECT * FROM snowflake_lease();
+SELECT worker_id, source, lease FROM snowflake_worker();
+SELECT count(*) FROM pg_idgen_leases;
+CREATE ROLE idgen_lease_user;
+SET ROLE idgen_lease_user;
+SELECT mode FROM snowflake_lease();
+SELECT regress_sqlstate_of('SELECT count(*) FROM pg_idgen_leases');
+SELECT regress_sqlstate_of('SHOW pg_idgen.registry');
+SELECT regress_sqlstate_of('SELECT current_setting(''pg_idgen.registry'')');
+SHOW pg_idgen.lease_ttl;
+RESET ROLE;
+DROP ROLE idgen_lease_user;

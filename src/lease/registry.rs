@@ -1,0 +1,401 @@
+//! The registry client: one connection to the registry database, the claim/renew statement and
+//! the release, each bounded by a timeout. Used only by the lease worker (`lease::worker`).
+//!
+//! The client is `tokio-postgres` on a *current-thread* tokio runtime owned by the worker: the
+//! connection's I/O runs inside `block_on` on the worker's main thread, so no other thread ever
+//! exists that could touch a PostgreSQL API (the only thread tokio may start is its blocking pool,
+//! to resolve a host *name* with getaddrinfo; it runs no PostgreSQL code). Every operation is
+//! wrapped in `tokio::time::timeout`, so a registry that stops answering (even one whose TCP
+//! peer still acknowledges) costs the worker at most that long; it then reconnects.
+//!
+//! The registry is a database where `CREATE EXTENSION pg_idgen` ran: the lease table is the
+//! extension's `pg_idgen_leases` (sql/lease.sql), found by the extension's schema (quoted with
+//! `quote_ident`). The session pins `search_path = pg_catalog, pg_temp` and `TimeZone = UTC`;
+//! every function is named with its schema. Expiry is decided by the registry's clock only
+//! (`now()` in the statements); this node never sends a time, only durations.
+
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+use tokio_postgres::{Client, NoTls};
+
+/// Who claims: this node's identity as the registry records it.
+pub struct Holder {
+    pub system_identifier: String,
+    pub node_name: String,
+    pub host: String,
+    pub port: i32,
+    /// Random per postmaster start: tells this server from a clone with the same identity.
+    pub token: i64,
+}
+
+/// What a claim asks for.
+#[derive(Clone, Copy)]
+pub struct Claim {
+    pub worker_id: i64,
+    /// fixed mode: the id may be taken from any node whose lease ended. auto: only from this
+    /// node's identity, or once retired.
+    pub fixed: bool,
+    pub ttl_s: f64,
+    pub retire_s: f64,
+    /// This node's bound (Unix ms by its clock) on the time of every id it may issue under the
+    /// lease this claim grants; raises the row's `hwm_ms`.
+    pub limit_ms: i64,
+    /// The holder's lease (token, `renewed_at` in µs) this node has seen unchanged for at least
+    /// a full ttl on its own `CLOCK_MONOTONIC`: only such an expired lease may be taken over
+    /// (a released one may be at once). None: no expired lease may be taken.
+    pub take: Option<(i64, i64)>,
+}
+
+/// Another node's lease of an id: for messages, and what a taker must see unchanged.
+pub struct OtherHolder {
+    pub text: String,
+    /// The holder's token and `renewed_at` (µs), None when the row was released or is gone.
+    pub lease: Option<(i64, i64)>,
+}
+
+pub enum Outcome {
+    /// The lease is ours; the registry's `since` (Unix ms), and `floor_ms`: the row's `hwm_ms`
+    /// when this server (its token) took the id over from another holder (0 if none): no id of
+    /// theirs is at or after it, and this node must continue above it.
+    Granted { since_ms: i64, floor_ms: i64 },
+    /// Another node holds it.
+    Taken(OtherHolder),
+}
+
+pub struct Registry {
+    rt: Runtime,
+    client: Option<Client>,
+    /// The extension's schema in the registry, quoted.
+    schema: String,
+    /// The registry's identity: its cluster's system identifier and the database's oid (the
+    /// same on a physical replica; another registry, or one restored from a dump, differs).
+    identity: (u64, u64),
+    conninfo: String,
+    timeout: Duration,
+}
+
+/// An error of the registry, as text for the log and `snowflake_lease()`.
+pub type RegError = String;
+
+fn err(e: impl std::fmt::Display) -> RegError {
+    let text = e.to_string();
+    text.lines().next().unwrap_or("").to_string()
+}
+
+fn db_err(e: tokio_postgres::Error) -> RegError {
+    match e.as_db_error() {
+        Some(d) => format!("{}: {}", d.severity(), d.message()),
+        None => err(e),
+    }
+}
+
+/// Blocks every signal on the calling thread (a thread of tokio's blocking pool).
+fn block_all_signals() {
+    // SAFETY: a zeroed sigset_t is filled by sigfillset; pthread_sigmask only changes the mask
+    // of the calling thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Whether `conninfo` parses as a connection string (key=value or URI), with the parser's error.
+pub fn check_conninfo(conninfo: &str) -> Result<(), RegError> {
+    conninfo.parse::<tokio_postgres::Config>().map(|_| ()).map_err(|e| {
+        // tokio-postgres says "invalid connection string"; the reason is its source.
+        match std::error::Error::source(&e) {
+            Some(why) => format!("{}: {}", err(&e), err(why)),
+            None => err(e),
+        }
+    })
+}
+
+impl Registry {
+    pub fn new() -> Result<Registry, RegError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            // The only threads tokio starts (its blocking pool: getaddrinfo for a host name) block
+            // every signal, so that PostgreSQL's handlers (SIGHUP, SIGTERM, SIGUSR1 …) only ever
+            // run on the worker's main thread.
+            .on_thread_start(block_all_signals)
+            .build()
+            .map_err(err)?;
+        Ok(Registry {
+            rt,
+            client: None,
+            schema: String::new(),
+            identity: (0, 0),
+            conninfo: String::new(),
+            timeout: Duration::from_secs(5),
+        })
+    }
+
+    /// Sets the connection string and the bound of every operation; a changed string drops the
+    /// connection.
+    pub fn configure(&mut self, conninfo: &str, timeout: Duration) {
+        if conninfo != self.conninfo {
+            self.client = None;
+            self.conninfo = conninfo.to_string();
+        }
+        self.timeout = timeout;
+    }
+
+    pub fn disconnect(&mut self) {
+        self.client = None;
+    }
+
+    /// Runs `fut` on the worker's thread, at most `self.timeout`.
+    fn run<T>(
+        &self,
+        what: &str,
+        fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, RegError> {
+        let t = self.timeout;
+        match self.rt.block_on(async { tokio::time::timeout(t, fut).await }) {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(format!("{what}: {}", db_err(e))),
+            Err(_) => Err(format!("{what}: no answer within {} ms", t.as_millis())),
+        }
+    }
+
+    fn connect(&mut self) -> Result<(), RegError> {
+        if self.client.as_ref().is_some_and(|c| !c.is_closed()) {
+            return Ok(());
+        }
+        self.client = None;
+        let mut cfg: tokio_postgres::Config =
+            self.conninfo.parse().map_err(|e| format!("invalid pg_idgen.registry: {}", err(e)))?;
+        cfg.connect_timeout(self.timeout);
+        cfg.application_name("pg_idgen lease worker");
+        let (client, connection) = self.run("cannot connect to the registry", cfg.connect(NoTls))?;
+        // Polled only inside block_on, on this thread.
+        self.rt.spawn(async move {
+            let _ = connection.await;
+        });
+        let ms = self.timeout.as_millis().max(1);
+        let setup = format!(
+            "SET search_path = pg_catalog, pg_temp; SET TimeZone = 'UTC'; SET statement_timeout = {ms}; \
+             SET lock_timeout = {ms}; SET idle_in_transaction_session_timeout = {}",
+            ms * 4
+        );
+        self.run("registry session set-up", client.batch_execute(&setup))?;
+        let rows = self.run(
+            "registry",
+            client.query(
+                "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e \
+                 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
+                 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen' \
+                 AND EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.relnamespace OPERATOR(pg_catalog.=) n.oid \
+                             AND c.relname OPERATOR(pg_catalog.=) 'pg_idgen_leases')",
+                &[],
+            ),
+        )?;
+        let Some(row) = rows.first() else {
+            return Err("the registry database has no pg_idgen_leases table: run CREATE EXTENSION pg_idgen (0.2.0 or later) there".into());
+        };
+        self.schema = row.get(0);
+        let rows = self.run(
+            "registry identity",
+            client.query(
+                "SELECT s.system_identifier::pg_catalog.text, d.oid::pg_catalog.int8 \
+                 FROM pg_catalog.pg_control_system() s, pg_catalog.pg_database d \
+                 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()",
+                &[],
+            ),
+        )?;
+        let sysid = rows.first().and_then(|r| r.get::<_, String>(0).parse::<u64>().ok()).unwrap_or(0);
+        let db = rows.first().map_or(0, |r| r.get::<_, i64>(1) as u64);
+        self.identity = (sysid, db);
+        self.client = Some(client);
+        Ok(())
+    }
+
+    /// Connects if needed; the registry's identity (system identifier, database oid).
+    pub fn identity(&mut self) -> Result<(u64, u64), RegError> {
+        self.connect()?;
+        Ok(self.identity)
+    }
+
+    fn client(&self) -> &Client {
+        self.client.as_ref().expect("connected")
+    }
+
+    /// Claims or renews `claim.worker_id` for `me` in one statement, decided by the registry's
+    /// clock; when another node holds it, says who.
+    pub fn claim(&mut self, me: &Holder, claim: &Claim) -> Result<Outcome, RegError> {
+        self.connect()?;
+        let r = self.claim_connected(me, claim);
+        if r.is_err() {
+            self.client = None;
+        }
+        r
+    }
+
+    fn claim_connected(&self, me: &Holder, claim: &Claim) -> Result<Outcome, RegError> {
+        let s = &self.schema;
+        // The lease is taken when it is ours (same token: a renewal), or when the holder's lease
+        // ended (released, or lease_until passed by the registry's clock) and either the id is
+        // fixed by configuration, or the holder was this node (same system identifier and node
+        // name: an auto id is sticky), or the id has been retired long enough.
+        // hwm_ms only ever grows here; a taker (another token) records the row's hwm_ms before
+        // its claim as floor_ms (`l.` is the existing row in DO UPDATE) and continues above it.
+        let sql = format!(
+            "INSERT INTO {s}.pg_idgen_leases AS l \
+               (worker_id, system_identifier, node_name, host, port, token, since, renewed_at, lease_until, released_at, hwm_ms) \
+             VALUES ($1, $2::text::pg_catalog.numeric, $3, $4, $5, $6, pg_catalog.now(), pg_catalog.now(), \
+               pg_catalog.now() + pg_catalog.make_interval(secs => $7), NULL, $10) \
+             ON CONFLICT (worker_id) DO UPDATE SET \
+               system_identifier = excluded.system_identifier, node_name = excluded.node_name, \
+               host = excluded.host, port = excluded.port, token = excluded.token, \
+               since = CASE WHEN l.token = excluded.token AND l.released_at IS NULL THEN l.since ELSE excluded.since END, \
+               renewed_at = excluded.renewed_at, lease_until = excluded.lease_until, released_at = NULL, \
+               hwm_ms = GREATEST(l.hwm_ms, excluded.hwm_ms), \
+               floor_ms = CASE WHEN l.token = excluded.token THEN l.floor_ms ELSE l.hwm_ms END \
+             WHERE l.token = excluded.token \
+                OR ((l.released_at IS NOT NULL \
+                     OR (l.lease_until < pg_catalog.now() AND l.token = $11 \
+                         AND (pg_catalog.date_part('epoch', l.renewed_at) * 1000000)::pg_catalog.int8 = $12)) \
+                    AND ($8::bool \
+                         OR (l.system_identifier = excluded.system_identifier AND l.node_name = excluded.node_name) \
+                         OR COALESCE(l.released_at, l.lease_until) + pg_catalog.make_interval(secs => $9) < pg_catalog.now())) \
+             RETURNING (pg_catalog.date_part('epoch', l.since) * 1000)::pg_catalog.int8, l.floor_ms"
+        );
+        let c = self.client();
+        let wid = claim.worker_id as i32;
+        let (take_token, take_renewed) = (claim.take.map(|t| t.0), claim.take.map(|t| t.1));
+        let rows = self.run(
+            "lease claim",
+            c.query(
+                sql.as_str(),
+                &[
+                    &wid,
+                    &me.system_identifier,
+                    &me.node_name,
+                    &me.host,
+                    &me.port,
+                    &me.token,
+                    &claim.ttl_s,
+                    &claim.fixed,
+                    &claim.retire_s,
+                    &claim.limit_ms,
+                    &take_token,
+                    &take_renewed,
+                ],
+            ),
+        )?;
+        if let Some(row) = rows.first() {
+            return Ok(Outcome::Granted { since_ms: row.get(0), floor_ms: row.get(1) });
+        }
+        let who = format!(
+            "SELECT pg_catalog.format('node \"%s\" (host %s, port %s, system identifier %s) since %s, lease until %s%s', \
+               node_name, host, port, system_identifier, since, lease_until, \
+               CASE WHEN released_at IS NOT NULL THEN ', released at ' OPERATOR(pg_catalog.||) released_at \
+                    WHEN lease_until < pg_catalog.now() THEN ', expired' ELSE '' END), \
+               token, (pg_catalog.date_part('epoch', renewed_at) * 1000000)::pg_catalog.int8, released_at IS NULL \
+             FROM {s}.pg_idgen_leases WHERE worker_id = $1"
+        );
+        let rows = self.run("lease holder", c.query(who.as_str(), &[&wid]))?;
+        let Some(row) = rows.first() else {
+            return Ok(Outcome::Taken(OtherHolder { text: "another node".into(), lease: None }));
+        };
+        let lease = row.get::<_, bool>(3).then(|| (row.get::<_, i64>(1), row.get::<_, i64>(2)));
+        Ok(Outcome::Taken(OtherHolder { text: row.get(0), lease }))
+    }
+
+    /// auto mode: chooses the id to claim and claims it, in one transaction holding a
+    /// transaction-level advisory lock, so that choices and claims of the nodes are serialized
+    /// (two nodes never choose the same free id, then race for it). The id is this node's own
+    /// (same system identifier and node name) if the registry has one in `lo..=hi` (sticky; the
+    /// claim then says whether it is free), else the smallest id of the range without a row or
+    /// retired; None when none is free. `claim.worker_id` is replaced by the chosen id, and
+    /// `claim.take` by `take.1` if the chosen id is `take.0`.
+    pub fn choose_and_claim(
+        &mut self,
+        me: &Holder,
+        lo: i64,
+        hi: i64,
+        claim: &Claim,
+        take: Option<(i64, (i64, i64))>,
+    ) -> Result<Option<(i64, Outcome)>, RegError> {
+        self.connect()?;
+        let r = self.choose_and_claim_connected(me, lo, hi, claim, take);
+        if r.is_err() {
+            // Dropping the connection also rolls the transaction back.
+            self.client = None;
+        }
+        r
+    }
+
+    fn choose_and_claim_connected(
+        &self,
+        me: &Holder,
+        lo: i64,
+        hi: i64,
+        claim: &Claim,
+        take: Option<(i64, (i64, i64))>,
+    ) -> Result<Option<(i64, Outcome)>, RegError> {
+        let c = self.client();
+        self.run(
+            "lease choice",
+            c.batch_execute("BEGIN; SELECT pg_catalog.pg_advisory_xact_lock(1885956460, 1)"),
+        )?;
+        let out = match self.choose_connected(me, lo, hi, claim.retire_s)? {
+            Some(id) => {
+                let take = take.filter(|t| t.0 == id).map(|t| t.1);
+                Some((id, self.claim_connected(me, &Claim { worker_id: id, take, ..*claim })?))
+            }
+            None => None,
+        };
+        self.run("lease choice", c.batch_execute("COMMIT"))?;
+        Ok(out)
+    }
+
+    /// The choice's query, inside the transaction of `choose_and_claim_connected`.
+    fn choose_connected(
+        &self,
+        me: &Holder,
+        lo: i64,
+        hi: i64,
+        retire_s: f64,
+    ) -> Result<Option<i64>, RegError> {
+        let s = &self.schema;
+        let (lo, hi) = (lo as i32, hi as i32);
+        let sql = format!(
+            "SELECT COALESCE( \
+               (SELECT worker_id FROM {s}.pg_idgen_leases \
+                 WHERE system_identifier = $1::text::pg_catalog.numeric AND node_name = $2 AND worker_id BETWEEN $3 AND $4 \
+                 ORDER BY (token = $5) DESC, since DESC LIMIT 1), \
+               (SELECT g FROM pg_catalog.generate_series($3, $4) g \
+                 WHERE NOT EXISTS (SELECT FROM {s}.pg_idgen_leases l WHERE l.worker_id = g \
+                   AND COALESCE(l.released_at, l.lease_until) + pg_catalog.make_interval(secs => $6) >= pg_catalog.now()) \
+                 ORDER BY g LIMIT 1))"
+        );
+        let c = self.client();
+        let rows = self.run(
+            "lease choice",
+            c.query(sql.as_str(), &[&me.system_identifier, &me.node_name, &lo, &hi, &me.token, &retire_s]),
+        )?;
+        Ok(rows.first().and_then(|r| r.get::<_, Option<i32>>(0)).map(i64::from))
+    }
+
+    /// Releases our lease of `worker_id` (clean shutdown): it ends now, by the registry's clock.
+    /// `bound_ms`: no id this node issued (or can still issue) with the id is at or after it; the
+    /// row's `hwm_ms` becomes that, or the floor this node inherited if higher (never more than
+    /// it was), so that the next holder continues above every id without waiting longer.
+    pub fn release(&mut self, me: &Holder, worker_id: i64, bound_ms: i64) -> Result<bool, RegError> {
+        self.connect()?;
+        let sql = format!(
+            "UPDATE {}.pg_idgen_leases SET released_at = pg_catalog.now(), \
+               lease_until = LEAST(lease_until, pg_catalog.now()), \
+               hwm_ms = LEAST(hwm_ms, $3) \
+             WHERE worker_id = $1 AND token = $2 AND released_at IS NULL",
+            self.schema
+        );
+        let wid = worker_id as i32;
+        let n =
+            self.run("lease release", self.client().execute(sql.as_str(), &[&wid, &me.token, &bound_ms]))?;
+        Ok(n > 0)
+    }
+}
