@@ -17,7 +17,7 @@
 #   integration  tests/integration/*.sh, same install           (make test-integration PG=NN)
 #   clients      tests/clients/run.sh, same install: psycopg, asyncpg, SQLAlchemy, Django,
 #                node-postgres, pgjdbc                          (make test-clients PG=NN)
-#   extupdate    ALTER EXTENSION UPDATE from 0.1.0 (its tag)    (make test-extension-update PG=NN)
+#   extupdate    ALTER EXTENSION UPDATE from 0.1.0 and 0.2.0     (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
 # Builds are reused: one target/ for every major (dependencies compiled once; pgrx-pg-sys and
@@ -96,8 +96,8 @@ clients_counts() {   # clients passed / run, checks, ids compared, and SKIP line
     [[ $line =~ SKIP:\ (.*)$ ]] && printf ", SKIP: %s" "${BASH_REMATCH[1]}"
     return 0
 }
-checks_count() {  # "N checks" of one lib.bash test script
-    local n; n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | grep -Eo '[0-9]+' | tail -1)
+checks_count() {  # "N checks" of the lib.bash test scripts of one log (their sum)
+    local n; n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | grep -Eo '[0-9]+' | awk '{ s += $1 } END { if (NR) print s }')
     echo "${n:-?} checks"
 }
 status() { [ "$1" -eq 0 ] && echo ok || echo FAILED; }
@@ -155,7 +155,7 @@ for m in "${MAJORS[@]}"; do
     fi
     if has_layer extupdate; then
         run_layer "$m" extupdate make --no-print-directory test-extension-update PG="$m"
-        line+="update from 0.1.0 $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+        line+="update from 0.1.0 and 0.2.0 $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
     fi
     if has_layer package && [[ " $PACKAGE_MAJORS " == *" $m "* ]]; then
         run_layer "$m" package make --no-print-directory test-package PG="$m"

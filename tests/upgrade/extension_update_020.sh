@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# tests/upgrade/extension_update_020.sh MAJOR — ALTER EXTENSION pg_idgen UPDATE from 0.2.0 to this
+# version on PostgreSQL MAJOR (part of `make test-extension-update PG=NN`, after the update from
+# 0.1.0 in extension_update.sh).
+#
+# 0.2.0 is built from its git tag (v0.2.0; cached in target/v0.2.0/pkg-pgNN) for MAJOR — it
+# supports 15-18 — and installed in place of the test build:
+#
+#  1. PostgreSQL MAJOR with the 0.2.0 library, database app: the worker id in the table
+#     (set_worker_id(9)), a custom layout, a table with DEFAULT snowflake_next() (3,000 rows), two
+#     segment tags (plain; nodes => 2 stride) with DEFAULT segment_next() tables, a mask key and the
+#     masked form of every id; database viewdb: a view over snowflake_worker().
+#  2. The new library installed over 0.2.0, the server restarted.
+#  3. Before the update: 0.2.0's snowflake_worker() (its symbol is a shim now) and every function
+#     that reads the extension's tables refuse with the version mismatch (55000, with the ALTER
+#     EXTENSION hint); the server does not crash.
+#  4. ALTER EXTENSION pg_idgen UPDATE — in viewdb refused (2BP01, the view named), done after the
+#     view is dropped, the view created again; in app: the objects equal a fresh install's
+#     (tests/upgrade/objects.sql); rows, worker id, layout, tags and mask key kept (the same masked
+#     values); snowflake_worker() has its column lease ('off'), snowflake_lease() says 'off'; new
+#     ids and segment values above every old one, none twice.
+# At exit the test build is installed into PostgreSQL MAJOR again and 0.2.0's script removed.
+set -euo pipefail
+MAJOR=${1:-15}
+. "$(dirname "$0")/../integration/lib.bash" "$(cd "$(dirname "$0")/../.." && pwd)"
+. "$ROOT/tests/upgrade/lib.bash"
+TEST_NAME=extension_update_020_pg$MAJOR
+OLD_TAG=v0.2.0 OLD_VERSION=0.2.0
+OLD_COMMIT=2b5590ab96c6d0c3f1cbeb950d7f94e3b865c09c   # what v0.2.0 names
+NEW_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
+use "$MAJOR"
+CFG=$(pg_config_for "$MAJOR")
+OLDBUILD=$ROOT/target/v0.2.0
+EXTDIR=$("$CFG" --sharedir)/extension
+
+# ---------------------------------------------------------------- 0.2.0 from its tag, for MAJOR
+build_old() {
+    # The tag, or, in a clone without tags, the commit it names (part of main's history).
+    local commit tagged
+    commit=$(git -C "$ROOT" rev-parse -q --verify "$OLD_COMMIT^{commit}" 2>/dev/null) \
+        || { ko "commit $OLD_COMMIT ($OLD_TAG) is not in this clone (a shallow clone? git fetch --unshallow)"; finish; }
+    if tagged=$(git -C "$ROOT" rev-parse -q --verify "$OLD_TAG^{commit}" 2>/dev/null) && [ "$tagged" != "$commit" ]; then
+        ko "tag $OLD_TAG names $tagged, not the released $OLD_COMMIT"; finish
+    fi
+    if [ "$(cat "$OLDBUILD/pkg-pg$MAJOR.stamp" 2>/dev/null)" = "$commit $CFG" ]; then
+        log "0.2.0 ($OLD_TAG = ${commit:0:10}) already built for PostgreSQL $MAJOR"; return
+    fi
+    log "building 0.2.0 from $OLD_TAG (${commit:0:10}) for PostgreSQL $MAJOR (target/v0.2.0)"
+    rm -rf "$OLDBUILD/src" "$OLDBUILD/pkg-pg$MAJOR" && mkdir -p "$OLDBUILD/src"
+    git -C "$ROOT" archive "$commit" | tar -x -C "$OLDBUILD/src"
+    if ! (cd "$OLDBUILD/src" && CARGO_TARGET_DIR=$OLDBUILD cargo pgrx package --debug \
+            --pg-config "$CFG" --out-dir "$OLDBUILD/pkg-pg$MAJOR") >"$OLDBUILD/build-pg$MAJOR.log" 2>&1; then
+        tail -30 "$OLDBUILD/build-pg$MAJOR.log"; ko "could not build $OLD_TAG for PostgreSQL $MAJOR"; finish
+    fi
+    echo "$commit $CFG" > "$OLDBUILD/pkg-pg$MAJOR.stamp"
+}
+install_old() { cp -r --remove-destination "$OLDBUILD/pkg-pg$MAJOR/." /; }
+restore_new() {
+    rm -f "$EXTDIR/pg_idgen--$OLD_VERSION.sql"
+    make -C "$ROOT" --no-print-directory install-test PG="$MAJOR" >/dev/null 2>&1 \
+        || echo "[$TEST_NAME] could not reinstall the test build into PostgreSQL $MAJOR" >&2
+}
+trap 'rc=$?; restore_new; (exit $rc); cleanup' EXIT
+build_old
+ok "0.2.0 built from $OLD_TAG for PostgreSQL $MAJOR"
+
+C=eu020
+db() { qdb "$C" app "${@:2}"; }
+OPTS=(-c pg_idgen.worker_id=-1)
+
+# ---------------------------------------------------------------- 1. state made by 0.2.0
+install_old
+cluster_start "$C" 28949 "${OPTS[@]}"
+q "$C" "CREATE DATABASE app" "CREATE DATABASE viewdb" >/dev/null
+db "$C" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
+    "SELECT set_worker_id(9)" \
+    "SELECT uid_layout_register('legacy', '2016-05-20 00:00:00+08', 28, 22, 13, unit_ms => 1000)" \
+    "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_next(), n int NOT NULL)" \
+    "INSERT INTO orders (n) SELECT g FROM generate_series(1, 3000) g" \
+    "SELECT segment_create('inv', step => 100)" \
+    "SELECT segment_create('strided', step => 50, nodes => 2, node_index => 1)" \
+    "CREATE TABLE invoices (no bigint PRIMARY KEY DEFAULT segment_next('inv'), n int NOT NULL)" \
+    "CREATE TABLE strided (no bigint PRIMARY KEY DEFAULT segment_next('strided'), n int NOT NULL)" \
+    "INSERT INTO invoices (n) SELECT g FROM generate_series(1, 1000) g" \
+    "INSERT INTO strided (n) SELECT g FROM generate_series(1, 1000) g" \
+    "SELECT uid_mask_key_create('public')" \
+    "CREATE TABLE masked AS SELECT id, uid_mask(id, 'public') AS m FROM orders" >/dev/null
+qdb "$C" viewdb "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
+    "CREATE VIEW worker_source AS SELECT worker_id, source FROM snowflake_worker()" >/dev/null
+check "old: extension version" "$(db "$C" "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
+check "old: snowflake_worker() has four columns" \
+    "$(db "$C" "SELECT array_length(proallargtypes, 1) FROM pg_proc WHERE proname = 'snowflake_worker'")" -eq 4
+check "old: 3000 ids of worker 9" "$(db "$C" "SELECT count(*) FROM orders WHERE (uid_decode(id)).worker_id = 9")" -eq 3000
+old_max=$(db "$C" "SELECT max(id) FROM orders")
+tags_sql="SELECT string_agg(format('%s %s %s %s %s %s', tag, step, unit, start, nodes, node_index), '; ' ORDER BY tag) FROM pg_idgen_segments"
+old_tags=$(db "$C" "$tags_sql")
+old_seg_max=$(db "$C" "SELECT (SELECT max(no) FROM invoices) || ' ' || (SELECT max(no) FROM strided)")
+old_decode=$(db "$C" "SELECT md5(string_agg(format('%s %s', (uid_decode(id, 'legacy')).ts, (uid_decode(id, 'legacy')).worker_id), ',' ORDER BY id)) FROM orders")
+log "0.2.0 state: max id $old_max, max segment values (inv strided) $old_seg_max"
+
+# ---------------------------------------------------------------- 2. the new library
+restore_new
+"$CLUSTER" restart "$C" "${OPTS[@]}" >/dev/null 2>&1
+check "before the update: the database still has $OLD_VERSION" "$(db "$C" "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
+
+# ---------------------------------------------------------------- 3. mismatch: clear errors, no crash
+started=$(q "$C" "SELECT pg_postmaster_start_time()")
+mismatch() {   # DESC DB SQL: fails with the version mismatch, its hint
+    local out
+    if out=$(qdb "$C" "$2" '\set VERBOSITY verbose' "$3" 2>&1); then ko "$1: it worked ($out)"; return; fi
+    check_match "$1" "$out" "ERROR: +55000: pg_idgen $OLD_VERSION is installed in this database, but the loaded library is $NEW_VERSION"
+    check_match "$1: the hint" "$out" "HINT: +Run ALTER EXTENSION pg_idgen UPDATE"
+}
+mismatch "before the update: 0.2.0's snowflake_worker() (symbol snowflake_worker_wrapper, a shim)" app "SELECT * FROM snowflake_worker()"
+mismatch "before the update: the view over it" viewdb "SELECT * FROM worker_source"
+mismatch "before the update: snowflake_next() with the worker id in the table" app "SELECT snowflake_next()"
+mismatch "before the update: segment_next()" app "SELECT segment_next('inv')"
+mismatch "before the update: uid_mask() with a key" app "SELECT uid_mask(1, 'public')"
+check "before the update: a built-in layout still decodes" "$(db "$C" "SELECT (uid_decode(117809695279812608, 'twitter')).worker_id")" -ge 0
+check "before the update: the server did not restart (no crash)" "$(q "$C" "SELECT pg_postmaster_start_time()")" == "$started"
+check "before the update: no backend terminated by a signal" \
+    "$(grep -c 'terminated by signal' "$("$CLUSTER" pgdata "$C")/log/postgresql.log" || true)" -eq 0
+
+# ---------------------------------------------------------------- 4. ALTER EXTENSION UPDATE
+expect_sql_error "$C" 2BP01 "replaces snowflake_worker\\(\\) .*these objects use it: view worker_source" "\\c viewdb" "ALTER EXTENSION pg_idgen UPDATE"
+check "the refused update left viewdb at $OLD_VERSION" "$(qdb "$C" viewdb "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
+check "the view dropped, the update done, the view created again (source NULL, lease off)" \
+    "$(qdb "$C" viewdb "SET client_min_messages = warning" "DROP VIEW worker_source" "ALTER EXTENSION pg_idgen UPDATE" \
+        "CREATE VIEW worker_source AS SELECT worker_id, source, lease FROM snowflake_worker()" \
+        "SELECT extversion || ' ' || (SELECT coalesce(source, 'none') || ' ' || lease FROM worker_source) FROM pg_extension WHERE extname = 'pg_idgen'" | tail -1)" \
+    == "$NEW_VERSION none off"
+if out=$(db "$C" "ALTER EXTENSION pg_idgen UPDATE" 2>&1); then ok "ALTER EXTENSION pg_idgen UPDATE in app"; else ko "ALTER EXTENSION pg_idgen UPDATE: $out"; finish; fi
+check "after the update: version" "$(db "$C" "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION"
+q "$C" "CREATE DATABASE fresh" >/dev/null
+qdb "$C" fresh "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
+objects() { "$CLUSTER" psql "$C" -d "$1" -XAt -f "$ROOT/tests/upgrade/objects.sql"; }
+objects fresh > "$TMP/fresh.objects"
+objects app > "$TMP/updated.objects"
+check "updated database has exactly the objects of a fresh $NEW_VERSION install ($(wc -l < "$TMP/fresh.objects") lines)" \
+    "$(diff "$TMP/fresh.objects" "$TMP/updated.objects" > "$TMP/objects.diff" && echo same || echo differ)" == same
+[ -s "$TMP/objects.diff" ] && sed 's/^/    /' "$TMP/objects.diff" | head -40
+check "the lease objects are there: pg_idgen_leases (empty), snowflake_lease() off" \
+    "$(db "$C" "SELECT (SELECT count(*) FROM pg_idgen_leases) || ' ' || (SELECT mode FROM snowflake_lease())")" == "0 off"
+check "snowflake_worker(): worker 9 from the table, confirmed, lease off" \
+    "$(db "$C" "SELECT format('%s %s %s %s', worker_id, source, confirmed, lease) FROM snowflake_worker()")" == "9 table t off"
+check "the custom layout kept: old ids decode as before" \
+    "$(db "$C" "SELECT md5(string_agg(format('%s %s', (uid_decode(id, 'legacy')).ts, (uid_decode(id, 'legacy')).worker_id), ',' ORDER BY id)) FROM orders")" == "$old_decode"
+check "the tags' settings kept" "$(db "$C" "$tags_sql")" == "$old_tags"
+check "the mask key kept: every id masks to the same value and back" \
+    "$(db "$C" "SELECT count(*) FROM masked WHERE uid_mask(id, 'public') = m AND uid_unmask(m, 'public') = id")" -eq 3000
+db "$C" "INSERT INTO orders (n) SELECT 3000 + g FROM generate_series(1, 3000) g" \
+    "INSERT INTO invoices (n) SELECT 1000 + g FROM generate_series(1, 1000) g" \
+    "INSERT INTO strided (n) SELECT 1000 + g FROM generate_series(1, 1000) g" >/dev/null
+check "new ids: above every old id, worker 9" \
+    "$(db "$C" "SELECT count(*) FROM orders WHERE n > 3000 AND id > $old_max AND (uid_decode(id)).worker_id = 9")" -eq 3000
+read -r inv_max str_max <<<"$old_seg_max"
+check "new segment values above the old ones (inv, strided)" \
+    "$(db "$C" "SELECT (SELECT min(no) FROM invoices WHERE n > 1000) > $inv_max AND (SELECT min(no) FROM strided WHERE n > 1000) > $str_max")" == t
+check "the stride kept: every strided value in node 1's chunks of 50" \
+    "$(db "$C" "SELECT count(*) FROM strided WHERE ((no - 1) / 50) % 2 <> 1")" -eq 0
+check "no value twice" "$(db "$C" "SELECT (SELECT count(DISTINCT no) FROM invoices) + (SELECT count(DISTINCT no) FROM strided) + (SELECT count(DISTINCT id) FROM orders)")" -eq 10000
+check "the server never restarted" "$(q "$C" "SELECT pg_postmaster_start_time()")" == "$started"
+finish
