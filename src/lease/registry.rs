@@ -120,6 +120,10 @@ impl Registry {
             // every signal, so that PostgreSQL's handlers (SIGHUP, SIGTERM, SIGUSR1 …) only ever
             // run on the worker's main thread.
             .on_thread_start(block_all_signals)
+            // One such thread is enough (one lookup at a time), and it is kept for an hour
+            // rather than tokio's 10 s: a reconnection resolves the name on the same thread.
+            .max_blocking_threads(1)
+            .thread_keep_alive(Duration::from_secs(3600))
             .build()
             .map_err(err)?;
         Ok(Registry {

@@ -18,6 +18,10 @@
 #  6. B in fixed mode without pg_idgen.worker_id: 'misconfigured', 55000 "not configured"; with
 #     worker_id 5: held; a session with pg_idgen.worker_id = 6 is refused (not leased), and so is
 #     set_worker_id(6) (a stored id would be unused: postgresql.conf's worker_id wins).
+#  8. (after 6) B's registry named by host name: the worker resolves it on the one thread of tokio's
+#     blocking pool, which blocks SIGHUP, SIGTERM, SIGUSR1 & co; the main thread does not, and
+#     handles them: a reload changes the lease's length in the registry, pg_terminate_backend
+#     releases the lease.
 #  7. scripts/fleet.sh start --lease (aggregator = registry, 2 nodes, ports 28995-28997): the
 #     nodes hold the ids 1 and 2, `status` shows them, their ids decode to them.
 set -euo pipefail
@@ -126,6 +130,39 @@ expect_sql_error "$B" 55000 'pg_idgen worker id 6 is not leased by this node: it
 expect_sql_error "$B" 55000 'pg_idgen worker id 6 is not leased by this node: its lease is for worker id 5.*takes precedence over a stored worker id' \
     "SELECT set_worker_id(6)"
 check "6: set_worker_id() with the leased id is accepted" "$(q "$B" "SELECT set_worker_id(5)" "SELECT worker_id FROM pg_idgen_worker" | tail -n 1)" == 5
+
+# ---- 8. signals reach the worker's main thread only ----
+# A host name makes tokio resolve it on a thread of its blocking pool (an IP address does not);
+# that thread must block every signal, or PostgreSQL's handlers (SIGHUP, SIGTERM, SIGUSR1 ...)
+# could run on it. Same registry (identity), so the reload is accepted; the worker reconnects.
+reload_with "$B" pg_idgen.registry "host=localhost port=$PA user=leaser dbname=reg"
+wpid=$(q "$B" "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_idgen lease'")
+threads() { find "/proc/$wpid/task" -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | grep -cvx "$wpid" || true; }
+resolved() { [ "$(threads)" -ge 1 ] && state_is "$B" held; }
+wait_for "8: registry by host name (localhost): the worker resolved it on a thread of tokio's pool, and holds the lease" resolved
+# SigBlk is a hex mask, bit n-1 for signal n: SIGHUP 1, SIGINT 2, SIGQUIT 3, SIGUSR1 10,
+# SIGUSR2 12, SIGALRM 14, SIGTERM 15, SIGCHLD 17
+sigmask() { awk '/^SigBlk:/ { print $2 }' "$1"; }
+blocked() { local m=$((16#$1)) s; for s in 1 2 3 10 12 14 15 17; do (( (m >> (s - 1)) & 1 )) || return 1; done; }
+n_ok=0 n_bad=0
+for t in /proc/$wpid/task/*; do
+    [ "${t##*/}" = "$wpid" ] && continue
+    if blocked "$(sigmask "$t/status")"; then n_ok=$((n_ok + 1)); else n_bad=$((n_bad + 1)); log "8: thread ${t##*/} SigBlk $(sigmask "$t/status")"; fi
+done
+check "8: every other thread of the worker blocks SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGTERM and SIGCHLD ($n_ok of $((n_ok + n_bad)))" "$n_bad" -eq 0
+check "8: ... and there is one such thread (max_blocking_threads 1)" "$((n_ok + n_bad))" -eq 1
+check "8: the worker's main thread blocks neither SIGHUP nor SIGTERM (it handles them)" \
+    "$(m=$((16#$(sigmask "/proc/$wpid/task/$wpid/status")))); echo $(( (m & 1) | ((m >> 14) & 1) )))" -eq 0
+# the main thread handles them: a reload is seen, and SIGTERM (pg_terminate_backend) releases
+reload_with "$B" pg_idgen.lease_ttl 8
+row5() { qdb "$A" reg "SELECT $1 FROM pg_idgen_leases WHERE worker_id = 5"; }
+ttl_is_8() { [ "$(row5 "round(extract(epoch FROM lease_until - renewed_at))")" = 8 ]; }
+wait_for "8: SIGHUP: the worker reloaded (the registry row's lease is now 8 s long)" ttl_is_8
+q "$B" "SELECT pg_terminate_backend($wpid)" >/dev/null
+# (the restarted worker claims again a second later: the log, not the row, shows the release)
+released() { grep -q "\[$wpid\] LOG: *pg_idgen lease: released: worker id 5 released" "$("$CLUSTER" pgdata "$B")/log/postgresql.log" && [ ! -d "/proc/$wpid" ]; }
+wait_for "8: SIGTERM: the worker released the lease (its log line) and exited" released
+wait_for "8: ... and the restarted worker holds it again" state_is "$B" held
 
 # ---- 7. scripts/fleet.sh --lease ----
 FLEET=$ROOT/scripts/fleet.sh
