@@ -349,7 +349,7 @@ impl Worker {
 /// backend past the fence issues at a tick it reserved before, below the limit it checked), and
 /// the ids of the holders before it below the floor it inherited.
 fn release_bound(sh: &shmem::LeaseShared, id: i64) -> i64 {
-    let issued = crate::shmem::reserved_until_ms(id).unwrap_or(0);
+    let issued = crate::shmem::reserved_until_ms(id);
     issued.min(sh.limit_ms.load(Ordering::Acquire)).max(sh.inherited_ms.load(Ordering::Acquire))
 }
 
