@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # 89_lease_review3 — findings of the third lease review (issue 14). Clusters on ports 29020-29024
-# (+ IT_PORT_OFFSET): R the registry (leases off), A and B in fixed mode for worker id 3.
+# (+ IT_PORT_OFFSET): R the registry (leases off), A and B in fixed mode for worker id 3, C for
+# worker id 5, D in fixed mode with its worker id set by ALTER SYSTEM.
 #  1. A release after a crash restart keeps the high-water mark: A generates, its reservation
 #     passes, a CHECKPOINT, a backend is killed (-9): the crash restart folds the passed
 #     reservation into the floor and WAL redo (from the checkpoint) does not bring the slot back.
 #     A's clean stop then releases worker id 3: the row's hwm_ms must still be above A's last id
 #     (before the fix the release sent 0, hwm_ms became 0, and B, its clock behind, issued ids
 #     equal to A's). B then takes 3 and never issues an id at or below A's last id.
+#  2. The floor inherited with one worker id does not stand for another: B releases 3; C (fixed
+#     5) generates after B's bound and releases 5, whose bound is then above 3's; D takes 5, then
+#     a reload of pg_idgen.worker_id makes it take 3: its generator for 3 must be raised to 3's
+#     bound before it generates (before the fix the floor was compared with the one of 5, the
+#     raise skipped, and D, its clock 2 s behind B's, issued 111,865 ids equal to B's).
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
@@ -14,10 +20,12 @@ set -euo pipefail
 R=it_lr3reg
 A=it_lr3a
 B=it_lr3b
+C=it_lr3c
+D=it_lr3d
 PR=$(itport 29020)
 REG="host=127.0.0.1 port=$PR user=postgres dbname=postgres connect_timeout=2"
-L=(-c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=3 -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1
-   -c "pg_idgen.registry=$REG")
+L0=(-c pg_idgen.lease_mode=fixed -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1 -c "pg_idgen.registry=$REG")
+L=("${L0[@]}" -c pg_idgen.worker_id=3)
 lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
 wait_for() {
     local desc=$1 i; shift
@@ -29,6 +37,7 @@ wait_for() {
     return 1
 }
 state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
+holds() { [ "$(lease "$1" "state || ' ' || worker_id" 2>/dev/null)" = "held $2" ]; }
 reservation_passed() { [ "$(q "$A" "SELECT bool_and(reserved_until < now()) FROM snowflake_stats() WHERE worker_id = 3")" = t ]; }
 sleeper_runs() { [ "$(q "$A" "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'")" = 1 ]; }
 log_has() { grep -qE "$2" "$("$CLUSTER" pgdata "$1")/log/postgresql.log"; }
@@ -61,4 +70,27 @@ q "$B" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/nul
 wait_for "1: B takes worker id 3 (released)" state_is "$B" held
 q "$B" "SELECT snowflake_next() FROM generate_series(1, 1000)" > "$TMP/b.ids" 2>/dev/null || true
 check "1: ids of B at or below A's last id" "$(awk -v m="$a_last" '$1 <= m' "$TMP/b.ids" | wc -l)" -eq 0
+
+# ---- 2. a floor inherited with another worker id ----
+"$CLUSTER" stop "$B" fast >/dev/null 2>&1
+hwm3=$(q "$R" "SELECT hwm_ms FROM pg_idgen_leases WHERE worker_id = 3 AND released_at IS NOT NULL")
+check "2: B released worker id 3 with a bound" "$hwm3" -gt 0
+past_hwm3() { [ "$(q "$R" "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint > $hwm3")" = t ]; }
+wait_for "2: the registry's clock is past 3's bound" past_hwm3
+cluster_start "$C" 29023 "${L0[@]}" -c pg_idgen.worker_id=5 -c pg_idgen.node_name=c
+q "$C" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
+wait_for "2: C holds worker id 5" holds "$C" 5
+q "$C" "SELECT snowflake_next() FROM generate_series(1, 1000)" >/dev/null
+"$CLUSTER" stop "$C" fast >/dev/null 2>&1
+check "2: the bound of 5 is above the bound of 3" \
+    "$(q "$R" "SELECT hwm_ms FROM pg_idgen_leases WHERE worker_id = 5 AND released_at IS NOT NULL")" -gt "$hwm3"
+cluster_start "$D" 29024 "${L0[@]}" -c pg_idgen.node_name=d
+q "$D" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
+    "ALTER SYSTEM SET pg_idgen.worker_id = 5" "SELECT pg_reload_conf()" >/dev/null
+wait_for "2: D takes worker id 5 over" holds "$D" 5
+q "$D" "ALTER SYSTEM SET pg_idgen.worker_id = 3" "SELECT pg_reload_conf()" >/dev/null
+wait_for "2: D takes worker id 3 over (reload)" holds "$D" 3
+check "2: D's generator for worker id 3 was raised to 3's bound before it generated" \
+    "$(q "$D" "SELECT count(*) FROM snowflake_stats() WHERE worker_id = 3 AND ids_issued = 0
+                 AND reserved_until >= to_timestamp($hwm3 / 1000.0)")" -eq 1
 finish
