@@ -193,7 +193,7 @@ impl Registry {
             ),
         )?;
         let Some(row) = rows.first() else {
-            return Err("the registry database has no pg_idgen_leases table: run CREATE EXTENSION pg_idgen (0.2.0 or later) there".into());
+            return Err("the registry database has no pg_idgen_leases table: run CREATE EXTENSION pg_idgen (0.3.0 or later; ALTER EXTENSION pg_idgen UPDATE for an older one) there".into());
         };
         self.schema = row.get(0);
         let rows = self.run(
