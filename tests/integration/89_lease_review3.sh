@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 89_lease_review3 — findings of the third lease review (issue 14). Clusters on ports 29020-29024
 # (+ IT_PORT_OFFSET): R the registry (leases off), A and B in fixed mode for worker id 3, C for
-# worker id 5, D in fixed mode with its worker id set by ALTER SYSTEM.
+# worker id 5, D in fixed mode with its worker id set by ALTER SYSTEM, E in auto mode.
 #  1. A release after a crash restart keeps the high-water mark: A generates, its reservation
 #     passes, a CHECKPOINT, a backend is killed (-9): the crash restart folds the passed
 #     reservation into the floor and WAL redo (from the checkpoint) does not bring the slot back.
@@ -13,6 +13,10 @@
 #     a reload of pg_idgen.worker_id makes it take 3: its generator for 3 must be raised to 3's
 #     bound before it generates (before the fix the floor was compared with the one of 5, the
 #     raise skipped, and D, its clock 2 s behind B's, issued 111,865 ids equal to B's).
+#  3. A role that may only connect to the registry database cannot stop auto mode's choice: it
+#     holds the advisory lock the choice used to take (pg_advisory_lock(1885956460, 1)) and
+#     cannot lock pg_idgen_leases; E (auto, its registry role with the documented grants) gets
+#     an id meanwhile (before the fix every choice failed with a statement timeout).
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
@@ -22,6 +26,7 @@ A=it_lr3a
 B=it_lr3b
 C=it_lr3c
 D=it_lr3d
+E=it_lr3e
 PR=$(itport 29020)
 REG="host=127.0.0.1 port=$PR user=postgres dbname=postgres connect_timeout=2"
 L0=(-c pg_idgen.lease_mode=fixed -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1 -c "pg_idgen.registry=$REG")
@@ -93,4 +98,18 @@ wait_for "2: D takes worker id 3 over (reload)" holds "$D" 3
 check "2: D's generator for worker id 3 was raised to 3's bound before it generated" \
     "$(q "$D" "SELECT count(*) FROM snowflake_stats() WHERE worker_id = 3 AND ids_issued = 0
                  AND reserved_until >= to_timestamp($hwm3 / 1000.0)")" -eq 1
+
+# ---- 3. an advisory lock held by any role does not stop auto mode's choice ----
+q "$R" "CREATE ROLE it_lr3_lease LOGIN" "GRANT SELECT, INSERT, UPDATE ON pg_idgen_leases TO it_lr3_lease" \
+    "CREATE ROLE it_lr3_mallory LOGIN" >/dev/null
+"$CLUSTER" psql "$R" -U it_lr3_mallory -c "SELECT pg_advisory_lock(1885956460, 1), pg_sleep(600)" >/dev/null 2>&1 &
+BG_PIDS+=($!)
+mallory_locks() { [ "$(q "$R" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = 1885956460")" = 1 ]; }
+wait_for "3: a role without privileges holds the advisory lock" mallory_locks
+expect_sql_error "$R" 42501 'permission denied' "SET ROLE it_lr3_mallory" "BEGIN" "LOCK TABLE pg_idgen_leases IN SHARE ROW EXCLUSIVE MODE"
+cluster_start "$E" 29025 -c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1 \
+    -c "pg_idgen.registry=host=127.0.0.1 port=$PR user=it_lr3_lease dbname=postgres connect_timeout=2" -c pg_idgen.node_name=e
+q "$E" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
+wait_for "3: E gets a worker id while that lock is held" state_is "$E" held
+q "$R" "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'it_lr3_mallory'" >/dev/null
 finish
