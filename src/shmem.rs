@@ -269,15 +269,18 @@ pub fn raise_floor(worker: i64, until_ms: i64) {
     slot.ws.state.fetch_max(state_before_tick(tick, layout.sequence_bits), Ordering::AcqRel);
 }
 
-/// Leases: Unix ms below which every id of `worker` issued since start lies (its reservation's
-/// end), or None when this server has no slot for it (issued none since start).
-pub fn reserved_until_ms(worker: i64) -> Option<i64> {
+/// Leases: Unix ms below which every id of `worker` this server ever issued lies: its slot's
+/// reservation end, or without a slot the floor. A worker id without a slot may still have ids:
+/// at a (crash) restart a reservation that has passed is folded into the floor (`load_from_disk`),
+/// and WAL redo from a checkpoint after it does not bring the slot back.
+pub fn reserved_until_ms(worker: i64) -> i64 {
     let sh = shared();
     let layout = gucs::layout();
     sh.slots
         .iter()
         .find(|s| s.worker_id.load(Ordering::Acquire) == worker)
         .map(|s| layout.tick_to_unix_ms(s.ws.reserved.load(Ordering::Acquire)).min(i64::MAX as i128) as i64)
+        .unwrap_or_else(|| sh.floor_ms.load(Ordering::Acquire))
 }
 
 /// Confirms the server's layout after a layout change: rewrites the state file with it.

@@ -197,7 +197,7 @@ impl Registry {
             ),
         )?;
         let Some(row) = rows.first() else {
-            return Err("the registry database has no pg_idgen_leases table: run CREATE EXTENSION pg_idgen (0.2.0 or later) there".into());
+            return Err("the registry database has no pg_idgen_leases table: run CREATE EXTENSION pg_idgen (0.3.0 or later; ALTER EXTENSION pg_idgen UPDATE for an older one) there".into());
         };
         self.schema = row.get(0);
         let rows = self.run(
@@ -308,8 +308,8 @@ impl Registry {
         Ok(Outcome::Taken(OtherHolder { text: row.get(0), lease }))
     }
 
-    /// auto mode: chooses the id to claim and claims it, in one transaction holding a
-    /// transaction-level advisory lock, so that choices and claims of the nodes are serialized
+    /// auto mode: chooses the id to claim and claims it, in one transaction holding the lease
+    /// table's SHARE ROW EXCLUSIVE lock, so that choices and claims of the nodes are serialized
     /// (two nodes never choose the same free id, then race for it). The id is this node's own
     /// (same system identifier and node name) if the registry has one in `lo..=hi` (sticky; the
     /// claim then says whether it is free), else the smallest id of the range without a row or
@@ -341,9 +341,16 @@ impl Registry {
         take: Option<(i64, (i64, i64))>,
     ) -> Result<Option<(i64, Outcome)>, RegError> {
         let c = self.client();
+        // The lease table's own lock, not an advisory lock: any role that can connect to the
+        // registry database could hold an advisory lock for ever and stop every choice; this
+        // lock needs UPDATE on pg_idgen_leases. It conflicts with itself and with the row
+        // locks of claims, for the few milliseconds of a choice.
         self.run(
             "lease choice",
-            c.batch_execute("BEGIN; SELECT pg_catalog.pg_advisory_xact_lock(1885956460, 1)"),
+            c.batch_execute(&format!(
+                "BEGIN; LOCK TABLE {}.pg_idgen_leases IN SHARE ROW EXCLUSIVE MODE",
+                self.schema
+            )),
         )?;
         let out = match self.choose_connected(me, lo, hi, claim.retire_s)? {
             Some(id) => {

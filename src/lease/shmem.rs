@@ -91,7 +91,8 @@ pub struct LeaseShared {
     /// the worker before the word that publishes the grant (Release), read by the fence after
     /// the word (Acquire): a backend never pairs a grant with a bound the registry has not got.
     pub limit_ms: AtomicI64,
-    /// The highest floor (Unix ms) this node inherited from another holder since start.
+    /// The highest floor (Unix ms) this node inherited from another holder of the id of its last
+    /// grant (reset by the lease worker when it is granted another id).
     pub inherited_ms: AtomicI64,
     /// The identity of the registry that granted this server's first lease since start (its
     /// system identifier and database oid; 0: none yet). Another one is refused until a restart.

@@ -120,6 +120,8 @@ struct Worker {
     seen: Option<((i64, i64, i64), i64)>,
     /// Whether the warning "this server is its own registry" was logged.
     warned_self: bool,
+    /// The worker id of the last grant, to which `inherited_ms` belongs.
+    granted_id: Option<i64>,
 }
 
 impl Worker {
@@ -298,6 +300,13 @@ impl Worker {
         match outcome {
             Ok(Outcome::Granted { since_ms, floor_ms }) => {
                 let until = pg_idgen_core::lease::valid_until_ms(t0, st.ttl_ms, st.margin_ms);
+                // A floor bounds the ids of one worker id: the one inherited with another id
+                // (before a reload of pg_idgen.worker_id, or another auto choice) says nothing
+                // about this id, and must not stop this id's floor from being applied.
+                if self.granted_id != Some(id) {
+                    self.sh.inherited_ms.store(0, Ordering::Release);
+                    self.granted_id = Some(id);
+                }
                 if floor_ms > self.sh.inherited_ms.load(Ordering::Acquire) {
                     // Taken over: every id of the previous holders lies below floor_ms. Continue
                     // above it (durably) before any backend may generate; while it is ahead of
@@ -349,7 +358,7 @@ impl Worker {
 /// backend past the fence issues at a tick it reserved before, below the limit it checked), and
 /// the ids of the holders before it below the floor it inherited.
 fn release_bound(sh: &shmem::LeaseShared, id: i64) -> i64 {
-    let issued = crate::shmem::reserved_until_ms(id).unwrap_or(0);
+    let issued = crate::shmem::reserved_until_ms(id);
     issued.min(sh.limit_ms.load(Ordering::Acquire)).max(sh.inherited_ms.load(Ordering::Acquire))
 }
 
@@ -416,6 +425,7 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
         last_logged: None,
         seen: None,
         warned_self: false,
+        granted_id: None,
     };
     // A worker restarted after an error (or pg_terminate_backend) continues the lease of its
     // predecessor: same token, so its first round is a renewal.
