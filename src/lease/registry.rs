@@ -52,6 +52,9 @@ pub struct OtherHolder {
     pub text: String,
     /// The holder's token and `renewed_at` (µs), None when the row was released or is gone.
     pub lease: Option<(i64, i64)>,
+    /// The holder's lease_ttl (ms): `lease_until - renewed_at` of its row, both by the
+    /// registry's clock at one instant. A taker waits at least this long, not only its own ttl.
+    pub ttl_ms: i64,
 }
 
 pub enum Outcome {
@@ -297,15 +300,16 @@ impl Registry {
                node_name, host, port, system_identifier, since, lease_until, \
                CASE WHEN released_at IS NOT NULL THEN ', released at ' OPERATOR(pg_catalog.||) released_at \
                     WHEN lease_until < pg_catalog.now() THEN ', expired' ELSE '' END), \
-               token, (pg_catalog.date_part('epoch', renewed_at) * 1000000)::pg_catalog.int8, released_at IS NULL \
+               token, (pg_catalog.date_part('epoch', renewed_at) * 1000000)::pg_catalog.int8, released_at IS NULL, \
+               pg_catalog.ceil(pg_catalog.date_part('epoch', lease_until OPERATOR(pg_catalog.-) renewed_at) * 1000)::pg_catalog.int8 \
              FROM {s}.pg_idgen_leases WHERE worker_id = $1"
         );
         let rows = self.run("lease holder", c.query(who.as_str(), &[&wid]))?;
         let Some(row) = rows.first() else {
-            return Ok(Outcome::Taken(OtherHolder { text: "another node".into(), lease: None }));
+            return Ok(Outcome::Taken(OtherHolder { text: "another node".into(), lease: None, ttl_ms: 0 }));
         };
         let lease = row.get::<_, bool>(3).then(|| (row.get::<_, i64>(1), row.get::<_, i64>(2)));
-        Ok(Outcome::Taken(OtherHolder { text: row.get(0), lease }))
+        Ok(Outcome::Taken(OtherHolder { text: row.get(0), lease, ttl_ms: row.get::<_, i64>(4).max(0) }))
     }
 
     /// auto mode: chooses the id to claim and claims it, in one transaction holding the lease

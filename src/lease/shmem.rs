@@ -157,6 +157,11 @@ impl LeaseShared {
     pub fn invalidate(&self) {
         let (id, _) = unpack(self.word.load(Ordering::Acquire));
         self.publish(id, 0);
+        // The release's bound is read next (the generator's reservation): no load may move
+        // before this store. A backend stores its reservation under the generator's LWLock,
+        // whose release is a full barrier, before it loads the word in the fence; so either it
+        // sees the word invalid, or the bound read after this fence covers its reservation.
+        std::sync::atomic::fence(Ordering::SeqCst);
     }
 
     pub fn state(&self) -> State {

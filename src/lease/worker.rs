@@ -113,11 +113,12 @@ struct Worker {
     id: Option<i64>,
     held: bool,
     last_logged: Option<(State, String)>,
-    /// Another holder's lease as last seen: (worker id, token, renewed_at µs), and the monotonic
-    /// ms when this node first saw it so. An expired lease is taken over only after it was seen
-    /// unchanged for a full ttl on this node's clock: whatever the registry's clock did (a step
-    /// forward ends leases early there), the holder has stopped by then.
-    seen: Option<((i64, i64, i64), i64)>,
+    /// Another holder's lease as last seen: (worker id, token, renewed_at µs), the monotonic ms
+    /// when this node first saw it so, and the holder's ttl (ms). An expired lease is taken over
+    /// only after it was seen unchanged for a full ttl — the longer of this node's and the
+    /// holder's — on this node's clock: whatever the registry's clock did (a step forward ends
+    /// leases early there), the holder has stopped by then.
+    seen: Option<((i64, i64, i64), i64, i64)>,
     /// Whether the warning "this server is its own registry" was logged.
     warned_self: bool,
     /// The worker id of the last grant, to which `inherited_ms` belongs.
@@ -149,22 +150,25 @@ impl Worker {
 
     /// Records the other holder's lease of `id` as seen now (keeps the first sighting while it
     /// is unchanged).
-    fn see(&mut self, id: i64, lease: Option<(i64, i64)>) {
+    fn see(&mut self, id: i64, lease: Option<(i64, i64)>, holder_ttl_ms: i64) {
         let Some((token, renewed)) = lease else {
             self.seen = None;
             return;
         };
         let key = (id, token, renewed);
-        if self.seen.map(|(k, _)| k) != Some(key) {
-            self.seen = Some((key, boottime_ms()));
+        if self.seen.map(|(k, _, _)| k) != Some(key) {
+            self.seen = Some((key, boottime_ms(), holder_ttl_ms));
         }
     }
 
     /// The expired lease of `id` this node may take over: the one it has seen unchanged for at
-    /// least a full ttl (its own monotonic clock).
+    /// least a full ttl (its own monotonic clock), its own or the holder's, whichever is longer
+    /// (nodes with different `lease_ttl`: the holder's validity lasts its own ttl).
     fn may_take(&self, id: i64, st: &Settings) -> Option<(i64, i64)> {
         match self.seen {
-            Some(((i, token, renewed), since)) if i == id && boottime_ms() - since >= st.ttl_ms => {
+            Some(((i, token, renewed), since, holder_ttl))
+                if i == id && boottime_ms() - since >= st.ttl_ms.max(holder_ttl) =>
+            {
                 Some((token, renewed))
             }
             _ => None,
@@ -174,6 +178,8 @@ impl Worker {
     /// Gives up the id locally first (no backend may use it any more), then in the registry.
     fn drop_id(&mut self) {
         self.sh.publish(None, 0);
+        // As in `invalidate`: the bound below is read after the word is withdrawn.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if let (Some(id), true) = (self.id, self.held) {
             let _ = self.reg.release(&self.me, id, release_bound(self.sh, id));
         }
@@ -279,7 +285,7 @@ impl Worker {
             None => {
                 // auto without an id: choose and claim in one registry transaction.
                 let (lo, hi) = gucs::lease_range();
-                let take = self.seen.and_then(|((i, _, _), _)| self.may_take(i, st).map(|t| (i, t)));
+                let take = self.seen.and_then(|((i, _, _), _, _)| self.may_take(i, st).map(|t| (i, t)));
                 match self.reg.choose_and_claim(&self.me, lo, hi, &claim, take) {
                     Ok(Some((id, outcome))) => (id, Ok(outcome)),
                     Ok(None) => {
@@ -334,7 +340,7 @@ impl Worker {
             Ok(Outcome::Taken(other)) => {
                 // Never ours (any more): stop at once, whatever the local validity said.
                 self.sh.publish(Some(id), 0);
-                self.see(id, other.lease);
+                self.see(id, other.lease, other.ttl_ms);
                 self.sh.conflicts.fetch_add(1, Ordering::Relaxed);
                 // auto: choose again next round (a node's own sticky id is chosen again, and
                 // refused again while the other holder keeps it: a clone never takes it over).
@@ -354,12 +360,15 @@ impl Worker {
 }
 
 /// The bound sent with a release (after the word was invalidated): every id this node issued
-/// or can still issue with `id` lies below its reservation's end and below the lease's limit (a
-/// backend past the fence issues at a tick it reserved before, below the limit it checked), and
-/// the ids of the holders before it below the floor it inherited.
+/// or can still issue with `id` lies below its reservation's end (a backend past the fence
+/// issues at a tick it reserved before; the reservation is durable and never moves back, also
+/// across a crash restart), and the ids of the holders before it below the floor it inherited.
+/// Not capped by the current lease's limit: ids issued under an earlier lease of this server
+/// (before a crash restart, with the wall clock stepped back since) can lie above it (review 3,
+/// finding 8). The registry keeps LEAST(hwm_ms, bound), and hwm_ms is above every earlier limit.
 fn release_bound(sh: &shmem::LeaseShared, id: i64) -> i64 {
     let issued = crate::shmem::reserved_until_ms(id);
-    issued.min(sh.limit_ms.load(Ordering::Acquire)).max(sh.inherited_ms.load(Ordering::Acquire))
+    issued.max(sh.inherited_ms.load(Ordering::Acquire))
 }
 
 enum Wake {

@@ -10,6 +10,8 @@
 #     lease is expired by R's clock at once, while N1 still generates for up to 5 s.
 #  3. N2 takes 7 only once N1's local validity has ended (before the fix: within a second of the
 #     step, while N1 still generated); no id of N1 is also one of N2.
+#  4. N2 holds 7 with lease_ttl 20, N1 has 6: N2 cut off, R's clock forward again; N1 takes 7 only
+#     once N2's validity has ended (it waits the holder's ttl, the longer one).
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
@@ -65,4 +67,21 @@ wait "$GEN" 2>/dev/null || true
 n1=$(grep -cE '^[0-9]+$' "$TMP/n1.ids" || true)
 check "3: N1 generated before it stopped" "$n1" -gt 0
 check "3: ids issued by both" "$(grep -hE '^[0-9]+$' "$TMP/n1.ids" "$TMP/n2.ids" | sort | uniq -d | wc -l)" -eq 0
+
+# ---- 4. nodes with different lease_ttl: the taker waits the holder's ttl, not its own ----
+# N2 (the holder now) renews with lease_ttl 20 (valid 19 s after each renewal); N1 keeps 6. N2 is
+# cut off and R's clock steps forward again: by R's clock N2's lease has ended. N1 must still
+# watch N2's row unchanged for 20 s, not 6 (review finding 7: with its own 6 s it took 7 while N2
+# was still valid for up to 13 s).
+q "$N2" "ALTER SYSTEM SET pg_idgen.lease_ttl = 20" "SELECT pg_reload_conf()" >/dev/null
+ttl_is_20() { [ "$(q "$R" "SELECT round(extract(epoch FROM lease_until - renewed_at)) FROM pg_idgen_leases WHERE worker_id = 7")" = 20 ]; }
+wait_for "4: N2 renews with lease_ttl 20 (the registry row's lease is 20 s long)" ttl_is_20
+q "$N1" "ALTER SYSTEM SET pg_idgen.registry = '$REG'" "SELECT pg_reload_conf()" >/dev/null
+wait_for "4: N1 (lease_ttl 6), back on the registry, is refused while N2 holds 7" state_is "$N1" "held by another node"
+q "$N2" "ALTER SYSTEM SET pg_idgen.registry = '$DEAD'" "SELECT pg_reload_conf()" >/dev/null
+"$CLUSTER" faketime "$R" +95s >/dev/null
+check "4: by R's clock N2's lease has ended" "$(q "$R" "SELECT (lease_until < now())::text FROM pg_idgen_leases WHERE worker_id = 7")" == true
+wait_for "4: N1 takes worker id 7" state_is "$N1" held
+check "4: when N1 holds 7, N2's local validity (19 s after its last renewal) has ended (ms left)" "$(lease "$N2" valid_for_ms)" -eq 0
+check "4: N1 generates with 7" "$(q "$N1" "SELECT (uid_decode(snowflake_next())).worker_id")" -eq 7
 finish
