@@ -104,6 +104,63 @@ fn block_all_signals() {
     }
 }
 
+/// `cfg` as one configuration per host (with its hostaddr and port), in order: the same
+/// settings, a connect_timeout of `timeout`; one configuration if it names no host.
+fn per_host(cfg: &tokio_postgres::Config, timeout: Duration) -> Vec<tokio_postgres::Config> {
+    use tokio_postgres::config::Host;
+    let n = cfg.get_hosts().len().max(cfg.get_hostaddrs().len()).max(1);
+    (0..n)
+        .map(|i| {
+            let mut c = tokio_postgres::Config::new();
+            if let Some(u) = cfg.get_user() {
+                c.user(u);
+            }
+            if let Some(p) = cfg.get_password() {
+                c.password(p);
+            }
+            if let Some(d) = cfg.get_dbname() {
+                c.dbname(d);
+            }
+            if let Some(o) = cfg.get_options() {
+                c.options(o);
+            }
+            c.application_name("pg_idgen lease worker");
+            c.ssl_mode(cfg.get_ssl_mode());
+            c.ssl_negotiation(cfg.get_ssl_negotiation());
+            c.channel_binding(cfg.get_channel_binding());
+            c.target_session_attrs(cfg.get_target_session_attrs());
+            c.connect_timeout(timeout);
+            if let Some(t) = cfg.get_tcp_user_timeout() {
+                c.tcp_user_timeout(*t);
+            }
+            c.keepalives(cfg.get_keepalives());
+            c.keepalives_idle(cfg.get_keepalives_idle());
+            if let Some(t) = cfg.get_keepalives_interval() {
+                c.keepalives_interval(t);
+            }
+            if let Some(r) = cfg.get_keepalives_retries() {
+                c.keepalives_retries(r);
+            }
+            match cfg.get_hosts().get(i) {
+                Some(Host::Tcp(h)) => {
+                    c.host(h);
+                }
+                Some(Host::Unix(p)) => {
+                    c.host_path(p);
+                }
+                None => {}
+            }
+            if let Some(a) = cfg.get_hostaddrs().get(i) {
+                c.hostaddr(*a);
+            }
+            if let Some(p) = cfg.get_ports().get(i).or_else(|| cfg.get_ports().first()) {
+                c.port(*p);
+            }
+            c
+        })
+        .collect()
+}
+
 /// Whether `conninfo` parses as a connection string (key=value or URI), with the parser's error.
 pub fn check_conninfo(conninfo: &str) -> Result<(), RegError> {
     conninfo.parse::<tokio_postgres::Config>().map(|_| ()).map_err(|e| {
@@ -172,11 +229,27 @@ impl Registry {
             return Ok(());
         }
         self.client = None;
-        let mut cfg: tokio_postgres::Config =
+        let cfg: tokio_postgres::Config =
             self.conninfo.parse().map_err(|e| format!("invalid pg_idgen.registry: {}", err(e)))?;
-        cfg.connect_timeout(self.timeout);
-        cfg.application_name("pg_idgen lease worker");
-        let (client, connection) = self.run("cannot connect to the registry", cfg.connect(NoTls))?;
+        // One attempt per host of a multi-host string (`host=r1,r2`), each bounded by the
+        // timeout on its own: tokio-postgres tries the hosts in one future, and its
+        // connect_timeout covers only the TCP connect, not the start-up; with one bound for the
+        // whole list, a first host that accepts and never answers (hung, or blackholed behind a
+        // proxy) used all of it and the second host, the promoted standby, was never tried.
+        let mut errors = Vec::new();
+        let mut found = None;
+        for one in per_host(&cfg, self.timeout) {
+            match self.run("cannot connect to the registry", one.connect(NoTls)) {
+                Ok(c) => {
+                    found = Some(c);
+                    break;
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        let Some((client, connection)) = found else {
+            return Err(errors.join("; "));
+        };
         // Polled only inside block_on, on this thread.
         self.rt.spawn(async move {
             let _ = connection.await;

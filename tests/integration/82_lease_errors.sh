@@ -135,6 +135,12 @@ check "6: set_worker_id() with the leased id is accepted" "$(q "$B" "SELECT set_
 # A host name makes tokio resolve it on a thread of its blocking pool (an IP address does not);
 # that thread must block every signal, or PostgreSQL's handlers (SIGHUP, SIGTERM, SIGUSR1 ...)
 # could run on it. Same registry (identity), so the reload is accepted; the worker reconnects.
+# B restarted with its registry and lease_ttl in postgresql.auto.conf, not on the command line
+# (a -c option of the postmaster outranks ALTER SYSTEM: the reloads below would change nothing)
+q "$B" "ALTER SYSTEM SET pg_idgen.registry = '$REG'" "ALTER SYSTEM SET pg_idgen.lease_ttl = 6" \
+    "ALTER SYSTEM SET pg_idgen.lease_margin = 1" >/dev/null
+cluster_start "$B" 28992 -c pg_idgen.worker_id=5 -c pg_idgen.lease_mode=fixed -c pg_idgen.node_name=b
+wait_for "8: B (settings in postgresql.auto.conf) holds worker id 5 again" state_is "$B" held
 reload_with "$B" pg_idgen.registry "host=localhost port=$PA user=leaser dbname=reg"
 wpid=$(q "$B" "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_idgen lease'")
 threads() { find "/proc/$wpid/task" -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | grep -cvx "$wpid" || true; }
@@ -152,7 +158,7 @@ done
 check "8: every other thread of the worker blocks SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGTERM and SIGCHLD ($n_ok of $((n_ok + n_bad)))" "$n_bad" -eq 0
 check "8: ... and there is one such thread (max_blocking_threads 1)" "$((n_ok + n_bad))" -eq 1
 check "8: the worker's main thread blocks neither SIGHUP nor SIGTERM (it handles them)" \
-    "$(m=$((16#$(sigmask "/proc/$wpid/task/$wpid/status")))); echo $(( (m & 1) | ((m >> 14) & 1) )))" -eq 0
+    "$(( ( (16#$(sigmask "/proc/$wpid/task/$wpid/status")) & 1) | (( (16#$(sigmask "/proc/$wpid/task/$wpid/status")) >> 14) & 1) ))" -eq 0
 # the main thread handles them: a reload is seen, and SIGTERM (pg_terminate_backend) releases
 reload_with "$B" pg_idgen.lease_ttl 8
 row5() { qdb "$A" reg "SELECT $1 FROM pg_idgen_leases WHERE worker_id = 5"; }

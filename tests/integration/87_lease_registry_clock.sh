@@ -22,7 +22,8 @@ N2=it_lkn2
 PR=$(itport 29011)
 REG="host=127.0.0.1 port=$PR user=postgres dbname=postgres connect_timeout=2"
 DEAD="host=127.0.0.1 port=$(itport 29014) user=postgres dbname=postgres connect_timeout=2"
-L=(-c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=7 -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1)
+L0=(-c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=7 -c pg_idgen.lease_margin=1)
+L=("${L0[@]}" -c pg_idgen.lease_ttl=6)
 lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
 wait_for() {
     local desc=$1 i; shift
@@ -44,8 +45,11 @@ cluster_start "$N1" 29012 "${L[@]}" -c pg_idgen.node_name=n1
 q "$N1" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
     "ALTER SYSTEM SET pg_idgen.registry = '$REG'" "SELECT pg_reload_conf()" >/dev/null
 wait_for "1: N1 holds worker id 7" state_is "$N1" held
-cluster_start "$N2" 29013 "${L[@]}" -c pg_idgen.node_name=n2 -c "pg_idgen.registry=$REG"
-q "$N2" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
+# N2's lease_ttl and registry change by reload in part 4: set by ALTER SYSTEM, not on the command
+# line (a -c option of the postmaster outranks postgresql.auto.conf: the reload would change nothing)
+cluster_start "$N2" 29013 "${L0[@]}" -c pg_idgen.node_name=n2
+q "$N2" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" "ALTER SYSTEM SET pg_idgen.lease_ttl = 6" \
+    "ALTER SYSTEM SET pg_idgen.registry = '$REG'" "SELECT pg_reload_conf()" >/dev/null
 wait_for "1: N2 is refused while N1 holds 7" state_is "$N2" "held by another node"
 
 # ---- 2. N1 cut off, the registry's clock steps forward ----
