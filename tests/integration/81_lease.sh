@@ -40,6 +40,7 @@
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/lease.bash"
 
 R=it_lreg
 N=(it_ln0 it_ln1 it_ln2 it_ln3)            # N[1..3]: auto nodes; N[0] unused
@@ -57,19 +58,7 @@ LEASE=("${BASE[@]}" -c pg_idgen.lease_ttl=$TTL)
 
 # node_start NAME PORT NODE_NAME [more options]
 node_start() { local name=$1 port=$2 node=$3; shift 3; cluster_start "$name" "$port" "${LEASE[@]}" -c "pg_idgen.node_name=$node" "$@"; }
-lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
 # wait_for DESC CMD...: polls CMD (exit 0) every 0.2 s, at most 90 s; a check either way
-wait_for() {
-    local desc=$1 i; shift
-    for i in $(seq 1 450); do
-        if "$@" >/dev/null 2>&1; then ok "$desc (after $(awk -v n="$i" 'BEGIN { printf "%.1f", n * 0.2 }') s at most)"; return 0; fi
-        sleep 0.2
-    done
-    ko "$desc: not reached within 90 s"
-    return 1
-}
-state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
-detail_matches() { [[ "$(lease "$1" detail 2>/dev/null)" =~ $2 ]]; }
 generates() { q "$1" "SELECT snowflake_next()" >/dev/null 2>&1; }
 regq() { q "$R" "$@"; }
 log_has() { grep -qE "$2" "$("$CLUSTER" pgdata "$1")/log/postgresql.log"; }

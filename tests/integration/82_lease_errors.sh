@@ -26,23 +26,12 @@
 #     nodes hold the ids 1 and 2, `status` shows them, their ids decode to them.
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/lease.bash"
 
 A=it_lea
 B=it_leb
 PA=$(itport 28991)
 TTL=(-c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1)
-lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
-wait_for() {
-    local desc=$1 i; shift
-    for i in $(seq 1 450); do
-        if "$@" >/dev/null 2>&1; then ok "$desc"; return 0; fi
-        sleep 0.2
-    done
-    ko "$desc: not reached within 90 s"
-    return 1
-}
-state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
-detail_matches() { [[ "$(lease "$1" detail 2>/dev/null)" =~ $2 ]]; }
 reload_with() {   # NAME SETTING VALUE
     q "$1" "ALTER SYSTEM SET $2 = '$3'" "SELECT pg_reload_conf()" >/dev/null
 }

@@ -10,6 +10,7 @@
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/lease.bash"
 
 R=it_lsreg
 N=it_lsnode
@@ -18,17 +19,6 @@ PN=$(itport 29000)
 LAYOUT=(-c "pg_idgen.layout=time=41,worker=8,sequence=14")
 REG="host=127.0.0.1 port=$PR user=postgres dbname=reg"
 TTL=(-c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1 -c "pg_idgen.registry=$REG" -c pg_idgen.node_name=n)
-lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
-wait_for() {
-    local desc=$1 i; shift
-    for i in $(seq 1 450); do
-        if "$@" >/dev/null 2>&1; then ok "$desc"; return 0; fi
-        sleep 0.2
-    done
-    ko "$desc: not reached within 90 s"
-    return 1
-}
-state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
 
 # ---- 1. leases off ----
 cluster_start "$R" 28999 "${LAYOUT[@]}" -c pg_idgen.worker_id=3 \

@@ -14,6 +14,7 @@
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/lease.bash"
 
 R=it_lfreg
 N1=it_lfn1
@@ -22,17 +23,6 @@ PR=$(itport 29001)
 REG="host=127.0.0.1 port=$PR user=postgres dbname=postgres connect_timeout=2"
 DEAD="host=127.0.0.1 port=$(itport 29004) user=postgres dbname=postgres connect_timeout=2"
 L=(-c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=7 -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1)
-lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
-wait_for() {
-    local desc=$1 i; shift
-    for i in $(seq 1 450); do
-        if "$@" >/dev/null 2>&1; then ok "$desc"; return 0; fi
-        sleep 0.2
-    done
-    ko "$desc: not reached within 90 s"
-    return 1
-}
-state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
 not_valid() { [ "$(lease "$1" valid_for_ms 2>/dev/null)" = 0 ]; }
 call_waits() { [ "$(q "$N1" "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND query = 'SELECT snowflake_next()'")" = 1 ]; }
 call_done() { ! kill -0 "$BGPID" 2>/dev/null; }

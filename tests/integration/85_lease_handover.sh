@@ -15,6 +15,7 @@
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/lease.bash"
 
 R=it_lhreg
 N1=it_lhn1
@@ -23,17 +24,6 @@ PR=$(itport 29005)
 REG="host=127.0.0.1 port=$PR user=postgres dbname=postgres connect_timeout=2"
 L=(-c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=7 -c pg_idgen.lease_ttl=10 -c pg_idgen.lease_margin=4
    -c pg_idgen.max_drift_ms=10000 -c pg_idgen.max_wait_ms=20000 -c "pg_idgen.registry=$REG")
-lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
-wait_for() {
-    local desc=$1 i; shift
-    for i in $(seq 1 450); do
-        if "$@" >/dev/null 2>&1; then ok "$desc"; return 0; fi
-        sleep 0.2
-    done
-    ko "$desc: not reached within 90 s"
-    return 1
-}
-state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
 gen() { q "$1" "SET pg_idgen.sequence_start = zero" "SELECT snowflake_next() FROM generate_series(1, $2)" | grep -E '^[0-9]+$'; }
 above() {   # DESC LOWER_FILE UPPER_FILE: every id of UPPER is above every id of LOWER
     local lo_max hi_min

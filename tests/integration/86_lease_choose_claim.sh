@@ -10,6 +10,7 @@
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/lease.bash"
 
 R=it_lcreg
 A=it_lca
@@ -18,17 +19,6 @@ PR=$(itport 29008)
 REG="host=127.0.0.1 port=$PR user=postgres dbname=postgres connect_timeout=2"
 L=(-c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto -c pg_idgen.lease_range=0-9 -c pg_idgen.lease_ttl=6
    -c pg_idgen.lease_margin=1 -c "pg_idgen.registry=$REG")
-lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
-wait_for() {
-    local desc=$1 i; shift
-    for i in $(seq 1 450); do
-        if "$@" >/dev/null 2>&1; then ok "$desc"; return 0; fi
-        sleep 0.2
-    done
-    ko "$desc: not reached within 90 s"
-    return 1
-}
-state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
 
 cluster_start "$R" 29008 -c pg_idgen.worker_id=-1 -c log_statement=all -c "log_line_prefix=%m [%p] vxid=%v "
 q "$R" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null

@@ -15,6 +15,7 @@
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/lease.bash"
 
 R=it_lkreg
 N1=it_lkn1
@@ -24,17 +25,6 @@ REG="host=127.0.0.1 port=$PR user=postgres dbname=postgres connect_timeout=2"
 DEAD="host=127.0.0.1 port=$(itport 29014) user=postgres dbname=postgres connect_timeout=2"
 L0=(-c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=7 -c pg_idgen.lease_margin=1)
 L=("${L0[@]}" -c pg_idgen.lease_ttl=6)
-lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
-wait_for() {
-    local desc=$1 i; shift
-    for i in $(seq 1 900); do
-        if "$@" >/dev/null 2>&1; then ok "$desc"; return 0; fi
-        sleep 0.1
-    done
-    ko "$desc: not reached within 90 s"
-    return 1
-}
-state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
 
 export FAKETIME_FILE=$TMP/r.faketime
 echo "+0" > "$FAKETIME_FILE"

@@ -11,6 +11,7 @@
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/lease.bash"
 
 R1=it_lsw1
 R2=it_lsw2
@@ -18,17 +19,6 @@ N=it_lswn
 REG1="host=127.0.0.1 port=$(itport 29015) user=postgres dbname=postgres connect_timeout=2"
 REG2="host=127.0.0.1 port=$(itport 29016) user=postgres dbname=postgres connect_timeout=2"
 L=(-c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=7 -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1 -c pg_idgen.node_name=n)
-lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
-wait_for() {
-    local desc=$1 i; shift
-    for i in $(seq 1 450); do
-        if "$@" >/dev/null 2>&1; then ok "$desc"; return 0; fi
-        sleep 0.2
-    done
-    ko "$desc: not reached within 90 s"
-    return 1
-}
-state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
 registry() { q "$N" "ALTER SYSTEM SET pg_idgen.registry = '$1'" "SELECT pg_reload_conf()" >/dev/null; }
 rows() { q "$1" "SELECT count(*) FROM pg_idgen_leases WHERE released_at IS NULL"; }
 

@@ -20,6 +20,7 @@
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/lease.bash"
 
 R=it_lr3reg
 A=it_lr3a
@@ -31,17 +32,6 @@ PR=$(itport 29020)
 REG="host=127.0.0.1 port=$PR user=postgres dbname=postgres connect_timeout=2"
 L0=(-c pg_idgen.lease_mode=fixed -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1 -c "pg_idgen.registry=$REG")
 L=("${L0[@]}" -c pg_idgen.worker_id=3)
-lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
-wait_for() {
-    local desc=$1 i; shift
-    for i in $(seq 1 450); do
-        if "$@" >/dev/null 2>&1; then ok "$desc"; return 0; fi
-        sleep 0.2
-    done
-    ko "$desc: not reached within 90 s"
-    return 1
-}
-state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
 holds() { [ "$(lease "$1" "state || ' ' || worker_id" 2>/dev/null)" = "held $2" ]; }
 reservation_passed() { [ "$(q "$A" "SELECT bool_and(reserved_until < now()) FROM snowflake_stats() WHERE worker_id = 3")" = t ]; }
 sleeper_runs() { [ "$(q "$A" "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'")" = 1 ]; }

@@ -12,6 +12,7 @@
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/lease.bash"
 
 RP=it_lhap
 RS=it_lhas
@@ -19,17 +20,6 @@ N=it_lhan
 P1=$(itport 29030)
 P2=$(itport 29031)
 REG="host=127.0.0.1,127.0.0.1 port=$P1,$P2 user=postgres dbname=postgres target_session_attrs=read-write connect_timeout=2"
-lease() { q "$1" "SELECT $2 FROM snowflake_lease()"; }
-wait_for() {
-    local desc=$1 i; shift
-    for i in $(seq 1 450); do
-        if "$@" >/dev/null 2>&1; then ok "$desc"; return 0; fi
-        sleep 0.2
-    done
-    ko "$desc: not reached within 90 s"
-    return 1
-}
-state_is() { [ "$(lease "$1" state 2>/dev/null)" = "$2" ]; }
 STOPPED=()
 trap 'rc=$?; set +e; for p in ${STOPPED[@]+"${STOPPED[@]}"}; do kill -CONT "$p" 2>/dev/null; done; (exit $rc); cleanup' EXIT
 

@@ -43,26 +43,6 @@ OLDBUILD=$ROOT/target/v0.1.0
 EXT15=$("$CFG15" --sharedir)/extension
 
 # ---------------------------------------------------------------- 0.1.0 from its tag, for 15
-build_old() {
-    # The tag, or, in a clone without tags, the commit it names (part of main's history).
-    local commit tagged
-    commit=$(git -C "$ROOT" rev-parse -q --verify "$OLD_COMMIT^{commit}" 2>/dev/null) \
-        || { ko "commit $OLD_COMMIT ($OLD_TAG) is not in this clone (a shallow clone? git fetch --unshallow)"; finish; }
-    if tagged=$(git -C "$ROOT" rev-parse -q --verify "$OLD_TAG^{commit}" 2>/dev/null) && [ "$tagged" != "$commit" ]; then
-        ko "tag $OLD_TAG names $tagged, not the released $OLD_COMMIT"; finish
-    fi
-    if [ "$(cat "$OLDBUILD/pkg-pg15.stamp" 2>/dev/null)" = "$commit $CFG15" ]; then
-        log "0.1.0 ($OLD_TAG = ${commit:0:10}) already built for PostgreSQL 15"; return
-    fi
-    log "building 0.1.0 from $OLD_TAG (${commit:0:10}) for PostgreSQL 15 (target/v0.1.0)"
-    rm -rf "$OLDBUILD/src" "$OLDBUILD/pkg-pg15" && mkdir -p "$OLDBUILD/src"
-    git -C "$ROOT" archive "$commit" | tar -x -C "$OLDBUILD/src"
-    if ! (cd "$OLDBUILD/src" && CARGO_TARGET_DIR=$OLDBUILD cargo pgrx package --debug \
-            --pg-config "$CFG15" --out-dir "$OLDBUILD/pkg-pg15") >"$OLDBUILD/build.log" 2>&1; then
-        tail -30 "$OLDBUILD/build.log"; ko "could not build $OLD_TAG"; finish
-    fi
-    echo "$commit $CFG15" > "$OLDBUILD/pkg-pg15.stamp"
-}
 install_old() { cp -r --remove-destination "$OLDBUILD/pkg-pg15/." /; }
 restore_new() {
     rm -f "$EXT15/pg_idgen--$OLD_VERSION.sql"
@@ -70,7 +50,7 @@ restore_new() {
         || echo "[$TEST_NAME] could not reinstall the test build into PostgreSQL 15" >&2
 }
 trap 'rc=$?; restore_new; (exit $rc); cleanup' EXIT
-build_old
+build_tagged "$OLD_TAG" "$OLD_COMMIT" 15
 ok "0.1.0 built from $OLD_TAG"
 
 db() { qdb "$1" app "${@:2}"; }

@@ -34,26 +34,6 @@ OLDBUILD=$ROOT/target/v0.2.0
 EXTDIR=$("$CFG" --sharedir)/extension
 
 # ---------------------------------------------------------------- 0.2.0 from its tag, for MAJOR
-build_old() {
-    # The tag, or, in a clone without tags, the commit it names (part of main's history).
-    local commit tagged
-    commit=$(git -C "$ROOT" rev-parse -q --verify "$OLD_COMMIT^{commit}" 2>/dev/null) \
-        || { ko "commit $OLD_COMMIT ($OLD_TAG) is not in this clone (a shallow clone? git fetch --unshallow)"; finish; }
-    if tagged=$(git -C "$ROOT" rev-parse -q --verify "$OLD_TAG^{commit}" 2>/dev/null) && [ "$tagged" != "$commit" ]; then
-        ko "tag $OLD_TAG names $tagged, not the released $OLD_COMMIT"; finish
-    fi
-    if [ "$(cat "$OLDBUILD/pkg-pg$MAJOR.stamp" 2>/dev/null)" = "$commit $CFG" ]; then
-        log "0.2.0 ($OLD_TAG = ${commit:0:10}) already built for PostgreSQL $MAJOR"; return
-    fi
-    log "building 0.2.0 from $OLD_TAG (${commit:0:10}) for PostgreSQL $MAJOR (target/v0.2.0)"
-    rm -rf "$OLDBUILD/src" "$OLDBUILD/pkg-pg$MAJOR" && mkdir -p "$OLDBUILD/src"
-    git -C "$ROOT" archive "$commit" | tar -x -C "$OLDBUILD/src"
-    if ! (cd "$OLDBUILD/src" && CARGO_TARGET_DIR=$OLDBUILD cargo pgrx package --debug \
-            --pg-config "$CFG" --out-dir "$OLDBUILD/pkg-pg$MAJOR") >"$OLDBUILD/build-pg$MAJOR.log" 2>&1; then
-        tail -30 "$OLDBUILD/build-pg$MAJOR.log"; ko "could not build $OLD_TAG for PostgreSQL $MAJOR"; finish
-    fi
-    echo "$commit $CFG" > "$OLDBUILD/pkg-pg$MAJOR.stamp"
-}
 install_old() { cp -r --remove-destination "$OLDBUILD/pkg-pg$MAJOR/." /; }
 restore_new() {
     rm -f "$EXTDIR/pg_idgen--$OLD_VERSION.sql"
@@ -61,7 +41,7 @@ restore_new() {
         || echo "[$TEST_NAME] could not reinstall the test build into PostgreSQL $MAJOR" >&2
 }
 trap 'rc=$?; restore_new; (exit $rc); cleanup' EXIT
-build_old
+build_tagged "$OLD_TAG" "$OLD_COMMIT" "$MAJOR"
 ok "0.2.0 built from $OLD_TAG for PostgreSQL $MAJOR"
 
 C=eu020

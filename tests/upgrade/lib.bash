@@ -4,6 +4,10 @@
 #   run_pg_upgrade FROM TO OLD NEW ...  pg_upgrade OLD (major FROM, shut down) into NEW (major
 #                                       TO, initialised); extra arguments go to pg_upgrade (--check);
 #                                       then copies the generator state (README "Upgrading PostgreSQL")
+#   build_tagged TAG COMMIT MAJOR       a released version, from its tag (or the commit it names, in
+#                                       a clone without tags), as a package tree for MAJOR in
+#                                       target/TAG/pkg-pgMAJOR (cached: built once per commit and
+#                                       pg_config); prints nothing, fails the test if it cannot
 
 use() { export PG=$1 PG_CONFIG=""; . "$ROOT/scripts/pgenv.bash"; }
 
@@ -64,4 +68,25 @@ run_pg_upgrade() {
     if [ $# -eq 0 ]; then   # the documented step: carry the generator state over
         runuser -u postgres -- cp -a "$old_data/pg_idgen" "$new_data/"
     fi
+}
+
+build_tagged() {
+    local tag=$1 commit=$2 major=$3 cfg dir got tagged
+    cfg=$(pg_config_for "$major") dir=$ROOT/target/$tag
+    got=$(git -C "$ROOT" rev-parse -q --verify "$commit^{commit}" 2>/dev/null) \
+        || { ko "commit $commit ($tag) is not in this clone (a shallow clone? git fetch --unshallow)"; finish; }
+    if tagged=$(git -C "$ROOT" rev-parse -q --verify "$tag^{commit}" 2>/dev/null) && [ "$tagged" != "$got" ]; then
+        ko "tag $tag names $tagged, not the released $got"; finish
+    fi
+    if [ "$(cat "$dir/pkg-pg$major.stamp" 2>/dev/null)" = "$got $cfg" ]; then
+        log "$tag (${got:0:10}) already built for PostgreSQL $major"; return
+    fi
+    log "building $tag (${got:0:10}) for PostgreSQL $major (target/$tag)"
+    rm -rf "$dir/src" "$dir/pkg-pg$major" && mkdir -p "$dir/src"
+    git -C "$ROOT" archive "$got" | tar -x -C "$dir/src"
+    if ! (cd "$dir/src" && CARGO_TARGET_DIR=$dir cargo pgrx package --debug \
+            --pg-config "$cfg" --out-dir "$dir/pkg-pg$major") >"$dir/build-pg$major.log" 2>&1; then
+        tail -30 "$dir/build-pg$major.log"; ko "could not build $tag for PostgreSQL $major"; finish
+    fi
+    echo "$got $cfg" > "$dir/pkg-pg$major.stamp"
 }
