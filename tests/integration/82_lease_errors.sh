@@ -22,8 +22,10 @@
 #     blocking pool, which blocks SIGHUP, SIGTERM, SIGUSR1 & co; the main thread does not, and
 #     handles them: a reload changes the lease's length in the registry, pg_terminate_backend
 #     releases the lease.
-#  7. scripts/fleet.sh start --lease (aggregator = registry, 2 nodes, ports 28995-28997): the
-#     nodes hold the ids 1 and 2, `status` shows them, their ids decode to them.
+#  7. scripts/fleet.sh start --lease (aggregator = registry, 3 nodes in auto mode, ports
+#     28995-28998): the nodes hold three distinct ids of 1-3, `status` shows them; two sessions
+#     per node generate 20,000 ids each at once: 0 duplicates of 120,000, each of its node's id;
+#     after fleet.sh stop and start --lease every node has its id back (sticky).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/lease.bash"
@@ -163,18 +165,40 @@ wait_for "8: ... and the restarted worker holds it again" state_is "$B" held
 FLEET=$ROOT/scripts/fleet.sh
 F=it_lfleet
 RUN_DIR=$("$CLUSTER" rundir)
-for c in "${F}agg" "${F}1" "${F}2"; do register_cluster "$c"; done
+for c in "${F}agg" "${F}1" "${F}2" "${F}3"; do register_cluster "$c"; done
 trap 'rc=$?; set +e; rm -f "$RUN_DIR/$F.fleet"; (exit $rc); cleanup' EXIT
-"$FLEET" start --name "$F" --nodes 2 --base-port "$(itport 28995)" --lease --lease-ttl 6 >"$TMP/fleet.out" 2>&1 \
-    || { cat "$TMP/fleet.out"; ko "7: fleet.sh start --lease failed"; }
+fleet_start() { "$FLEET" start --name "$F" --nodes 3 --base-port "$(itport 28995)" --lease --lease-ttl 6 >"$TMP/fleet.out" 2>&1 \
+    || { cat "$TMP/fleet.out"; ko "7: fleet.sh start --lease failed"; }; }
+fleet_start
 st=$("$FLEET" status --name "$F" 2>&1 || true)
 log "7: fleet.sh status: $(tr '\n' ';' <<<"$st")"
-check_match "7: status shows node 1 holding a lease" "$st" 'node1 +it_lfleet1 +port [0-9]+ +worker_id [12] \(lease held\) +running'
-check_match "7: status shows node 2 holding a lease" "$st" 'node2 +it_lfleet2 +port [0-9]+ +worker_id [12] \(lease held\) +running'
-w1=$("$FLEET" psql --name "$F" 1 -At -c "SELECT worker_id FROM uid_decode(snowflake_next())")
-w2=$("$FLEET" psql --name "$F" 2 -At -c "SELECT worker_id FROM uid_decode(snowflake_next())")
-check "7: the two nodes generate with the ids 1 and 2" "$(printf '%s\n' "$w1" "$w2" | sort | tr '\n' ' ')" == "1 2 "
-check "7: the aggregator's registry has both leases" \
-    "$("$FLEET" psql --name "$F" agg -At -c "SELECT string_agg(node_name, ',' ORDER BY node_name) FROM pg_idgen_leases WHERE released_at IS NULL")" == "node1,node2"
-
+for i in 1 2 3; do
+    check_match "7: status shows node $i holding a lease" "$st" "node$i +it_lfleet$i +port [0-9]+ +worker_id [123] \(lease held\) +running"
+done
+ids_of() { local i; for i in 1 2 3; do "$FLEET" psql --name "$F" "$i" -At -c "SELECT (uid_decode(snowflake_next())).worker_id"; done | tr '\n' ' '; }
+first=$(ids_of)
+check "7: the three nodes generate with three distinct ids of 1-3 ($first)" "$(tr ' ' '\n' <<<"$first" | grep -v '^$' | sort -u | tr '\n' ' ')" == "1 2 3 "
+check "7: the aggregator's registry has the three leases" \
+    "$("$FLEET" psql --name "$F" agg -At -c "SELECT string_agg(node_name, ',' ORDER BY node_name) FROM pg_idgen_leases WHERE released_at IS NULL")" == "node1,node2,node3"
+# two sessions per node at once, 20,000 ids each: 120,000 ids, none twice, each of its node's id
+gens=()
+for i in 1 2 3; do
+    for k in 1 2; do
+        "$FLEET" psql --name "$F" "$i" -At -c "SELECT id, (uid_decode(id)).worker_id FROM (SELECT snowflake_next() AS id FROM generate_series(1, 20000)) s" \
+            > "$TMP/fleet.$i.$k" 2>&1 &
+        gens+=($!)
+    done
+done
+wait "${gens[@]}"
+check "7: 120,000 ids generated concurrently on the three nodes" "$(cat "$TMP"/fleet.?.? | grep -cE '^[0-9]+\|[0-9]+$')" -eq 120000
+check "7: ... none twice" "$(cut -d'|' -f1 "$TMP"/fleet.?.? | sort | uniq -d | wc -l)" -eq 0
+wrong=0
+for i in 1 2 3; do
+    w=$(cut -d' ' -f"$i" <<<"$first")
+    wrong=$((wrong + $(cut -d'|' -f2 "$TMP/fleet.$i.1" "$TMP/fleet.$i.2" | grep -cvx "$w" || true)))
+done
+check "7: ... each decodes to its node's leased id" "$wrong" -eq 0
+"$FLEET" stop --name "$F" fast >/dev/null 2>&1
+fleet_start
+check "7: restarted (fleet.sh stop, start --lease): every node has its id back (sticky)" "$(ids_of)" == "$first"
 finish
