@@ -179,14 +179,7 @@ check "... and the update is done, the other tag linked" \
     "$(qdb "$NEW" dangling "SELECT extversion || ' ' || (SELECT count(*) FROM pg_depend d JOIN pg_idgen_segments s ON d.objid = s.seq
                               WHERE d.classid = 'pg_class'::regclass AND d.refobjid = 'pg_idgen_segments'::regclass AND d.deptype = 'a')
                             FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION 1"
-q "$NEW" "CREATE DATABASE fresh" >/dev/null
-qdb "$NEW" fresh "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
-objects() { "$CLUSTER" psql "$NEW" -d "$1" -XAt -f "$ROOT/tests/upgrade/objects.sql"; }
-objects fresh > "$TMP/fresh.objects"
-objects app > "$TMP/updated.objects"
-check "updated database has exactly the objects of a fresh $NEW_VERSION install ($(wc -l < "$TMP/fresh.objects") lines)" \
-    "$(diff "$TMP/fresh.objects" "$TMP/updated.objects" > "$TMP/objects.diff" && echo same || echo differ)" == same
-[ -s "$TMP/objects.diff" ] && sed 's/^/    /' "$TMP/objects.diff" | head -40
+check_like_fresh "$NEW" app "updated database has exactly the objects of a fresh $NEW_VERSION install"
 if [ "$MAJOR" != 15 ]; then
     # pg_upgrade gives the cluster a new system identifier: the worker id must be confirmed
     expect_sql_error "$NEW" 55000 "set on another cluster" "\\c app" "SELECT snowflake_next()"
@@ -227,8 +220,7 @@ mkdir -p "$TMP/dump" && chown postgres "$TMP/dump"
 runuser -u postgres -- "$PGBIN/pg_dump" -h "$S" -p "$P" -U postgres -Fc -f "$TMP/dump/app.dump" app
 q "$NEW" "CREATE DATABASE restored" >/dev/null
 if out=$(runuser -u postgres -- "$PGBIN/pg_restore" -h "$S" -p "$P" -U postgres -d restored "$TMP/dump/app.dump" 2>&1); then ok "pg_restore of the updated database"; else ko "pg_restore: $out"; fi
-objects restored > "$TMP/restored.objects"
-check "restored database: the objects of a fresh install" "$(diff -q "$TMP/fresh.objects" "$TMP/restored.objects" >/dev/null && echo same || echo differ)" == same
+check_like_fresh "$NEW" restored "restored database: the objects of a fresh install"
 r() { qdb "$NEW" restored "$@"; }
 check "restored: rows" "$(r "SELECT (SELECT count(*) FROM orders) || ' ' || (SELECT count(*) FROM invoices) || ' ' || (SELECT count(*) FROM strided)")" == "10000 2000 2000"
 check "restored: the tags' high-water marks (sequence values dumped)" "$(r "$hwm_sql")" == "$hwm"

@@ -111,14 +111,7 @@ check "the view dropped, the update done, the view created again (source NULL, l
     == "$NEW_VERSION none off"
 if out=$(db "$C" "ALTER EXTENSION pg_idgen UPDATE" 2>&1); then ok "ALTER EXTENSION pg_idgen UPDATE in app"; else ko "ALTER EXTENSION pg_idgen UPDATE: $out"; finish; fi
 check "after the update: version" "$(db "$C" "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION"
-q "$C" "CREATE DATABASE fresh" >/dev/null
-qdb "$C" fresh "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
-objects() { "$CLUSTER" psql "$C" -d "$1" -XAt -f "$ROOT/tests/upgrade/objects.sql"; }
-objects fresh > "$TMP/fresh.objects"
-objects app > "$TMP/updated.objects"
-check "updated database has exactly the objects of a fresh $NEW_VERSION install ($(wc -l < "$TMP/fresh.objects") lines)" \
-    "$(diff "$TMP/fresh.objects" "$TMP/updated.objects" > "$TMP/objects.diff" && echo same || echo differ)" == same
-[ -s "$TMP/objects.diff" ] && sed 's/^/    /' "$TMP/objects.diff" | head -40
+check_like_fresh "$C" app "updated database has exactly the objects of a fresh $NEW_VERSION install"
 check "the lease objects are there: pg_idgen_leases (empty), snowflake_lease() off" \
     "$(db "$C" "SELECT (SELECT count(*) FROM pg_idgen_leases) || ' ' || (SELECT mode FROM snowflake_lease())")" == "0 off"
 check "snowflake_worker(): worker 9 from the table, confirmed, lease off" \

@@ -4,6 +4,9 @@
 #   run_pg_upgrade FROM TO OLD NEW ...  pg_upgrade OLD (major FROM, shut down) into NEW (major
 #                                       TO, initialised); extra arguments go to pg_upgrade (--check);
 #                                       then copies the generator state (README "Upgrading PostgreSQL")
+#   check_like_fresh NAME DB DESC       DB of cluster NAME has exactly the objects of a fresh install
+#                                       (tests/upgrade/objects.sql; the fresh install is database
+#                                       fresh of NAME, created at the first call); the diff if not
 #   build_tagged TAG COMMIT MAJOR       a released version, from its tag (or the commit it names, in
 #                                       a clone without tags), as a package tree for MAJOR in
 #                                       target/TAG/pkg-pgMAJOR (cached: built once per commit and
@@ -89,4 +92,18 @@ build_tagged() {
         tail -30 "$dir/build-pg$major.log"; ko "could not build $tag for PostgreSQL $major"; finish
     fi
     echo "$got $cfg" > "$dir/pkg-pg$major.stamp"
+}
+
+objects_of() { "$CLUSTER" psql "$1" -d "$2" -XAt -f "$ROOT/tests/upgrade/objects.sql"; }
+check_like_fresh() {
+    local name=$1 db=$2 desc=$3 fresh=$TMP/fresh-$1.objects
+    if [ ! -s "$fresh" ]; then
+        q "$name" "CREATE DATABASE fresh" >/dev/null
+        qdb "$name" fresh "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
+        objects_of "$name" fresh > "$fresh"
+    fi
+    objects_of "$name" "$db" > "$TMP/$name-$db.objects"
+    check "$desc ($(wc -l < "$fresh") lines)" \
+        "$(diff "$fresh" "$TMP/$name-$db.objects" > "$TMP/$name-$db.diff" && echo same || echo differ)" == same
+    [ ! -s "$TMP/$name-$db.diff" ] || sed 's/^/    /' "$TMP/$name-$db.diff" | head -40
 }
