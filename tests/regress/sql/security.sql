@@ -104,6 +104,7 @@ SELECT snowflake_next_text()::bigint > 0 AS generated_text;
 SELECT count(*) > 0 AS has_stats FROM snowflake_stats();
 SELECT name FROM snowflake_layout();
 SELECT worker_id, source FROM snowflake_worker();
+SELECT mode, state FROM snowflake_lease();
 SELECT ts, worker_id, sequence FROM uid_decode(117809695279812608);
 SELECT * FROM uid_decode(7011234567890123456, 'sec_layout');
 SELECT snowflake_at('2026-06-01Z') > 0, snowflake_at('2026-06-01Z', 3, 'twitter') > 0;
