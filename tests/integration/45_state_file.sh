@@ -71,8 +71,16 @@ check "C: the state file is byte-identical after the crash restart" "$(cmp -s "$
 # ---- D ----
 gen_as 7 10 >/dev/null
 cp "$STATE" "$TMP/old.state"
-sleep 0.3
-top=$(gen_as 7 5000)
+# ids until worker 7's reservation moved past the copy's (WAL the copy does not cover)
+r0=$(q "$C" "SELECT reserved_until FROM snowflake_stats() WHERE worker_id = 7")
+moved=f
+for _ in $(seq 1 200); do
+    top=$(gen_as 7 5000)
+    moved=$(q "$C" "SELECT reserved_until > '$r0' FROM snowflake_stats() WHERE worker_id = 7")
+    [ "$moved" = t ] && break
+    sleep 0.05
+done
+check "D: the reservation moved past the copied state file" "$moved" == t
 "$CLUSTER" stop "$C" immediate >/dev/null
 cp "$TMP/old.state" "$STATE"
 chmod 555 "$DATA/pg_idgen"
