@@ -215,6 +215,20 @@ pub fn slot_for(worker: i64) -> &'static Slot {
 /// synchronous standbys: the reservation stays pending until a caller that needs it waits.
 pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, wait: bool) {
     let sh = shared();
+    if !wait && slot.pending_end.load(Ordering::Acquire) > slot.ws.reserved.load(Ordering::Acquire) {
+        // The early extension is written and waits for the synchronous standbys: until they
+        // confirmed it, every call of the half-window lands here — no lock, two atomic reads.
+        // Once confirmed, raise `reserved` (which ends the early extension calls).
+        if crate::syncrep::reached(slot.pending_lsn.load(Ordering::Acquire)) {
+            if let Some(_guard) = LockGuard::try_exclusive(sh.lock) {
+                let pending = slot.pending_end.load(Ordering::Acquire);
+                if crate::syncrep::reached(slot.pending_lsn.load(Ordering::Acquire)) {
+                    slot.ws.reserved.fetch_max(pending, Ordering::AcqRel);
+                }
+            }
+        }
+        return;
+    }
     let (end, lsn) = {
         let _guard = if wait {
             LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE)
@@ -499,10 +513,19 @@ unsafe extern "C-unwind" fn persist_at_exit(code: i32, _arg: pg_sys::Datum) {
         if !any || sh.layout_mismatch.load(Ordering::Relaxed) {
             return; // nothing to record, or keep the file as the operator must see it
         }
+        // The end-of-recovery floor raised `state` only: a restart right after a promotion
+        // must keep it, ids issued or not (the old primary's may lie up to there).
+        let recovery_floor = tick_at_or_after(layout, sh.recovery_floor_ms.load(Ordering::Acquire));
         for slot in sh.slots.iter().filter(|s| s.worker_id.load(Ordering::Acquire) >= 0) {
             let last = state_tick(slot.ws.state.load(Ordering::Acquire), layout.sequence_bits);
             let reserved = slot.ws.reserved.load(Ordering::Acquire);
-            slot.ws.reserved.store((last + 1).min(reserved), Ordering::Release);
+            let end = (last + 1).min(reserved).max(recovery_floor.min(last + 1));
+            slot.ws.reserved.store(end, Ordering::Release);
+            slot.pending_end.store(0, Ordering::Relaxed);
+        }
+        // Unused slots claimed after recovery start at the floor too.
+        if sh.recovery_floor_ms.load(Ordering::Acquire) > sh.floor_ms.load(Ordering::Acquire) {
+            sh.floor_ms.store(sh.recovery_floor_ms.load(Ordering::Acquire), Ordering::Release);
         }
         persist(sh, layout, Override::None, pgrx::PgLogLevel::LOG);
         SHARED = std::ptr::null_mut();
