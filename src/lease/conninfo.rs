@@ -188,7 +188,8 @@ impl Settings {
         Ok(Settings {
             targets,
             user,
-            password: get("password").map(str::to_string),
+            // As libpq: an empty password is none (the password file is then read).
+            password: nonempty("password").map(str::to_string),
             passfile: nonempty("passfile").map(PathBuf::from),
             dbname: nonempty("dbname").map(str::to_string),
             options: nonempty("options").map(str::to_string),
