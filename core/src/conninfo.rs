@@ -147,7 +147,10 @@ fn check_key(key: &str, prev: Option<&'static str>) -> Result<&'static str, Conn
 pub fn parse(s: &str) -> Result<Vec<(&'static str, String)>, ConninfoError> {
     let t = s.trim_start();
     for prefix in ["postgresql://", "postgres://"] {
-        if t.len() >= prefix.len() && t.is_char_boundary(prefix.len()) && t[..prefix.len()].eq_ignore_ascii_case(prefix) {
+        if t.len() >= prefix.len()
+            && t.is_char_boundary(prefix.len())
+            && t[..prefix.len()].eq_ignore_ascii_case(prefix)
+        {
             return parse_uri(&t[prefix.len()..]);
         }
     }
@@ -307,7 +310,11 @@ fn parse_uri(rest: &str) -> Result<Vec<(&'static str, String)>, ConninfoError> {
             let k = percent_decode(k, "parameters")?;
             let v = percent_decode(v, "parameters")?;
             // libpq's JDBC-compatible `ssl=true`.
-            let (k, v) = if k == "ssl" && v == "true" { ("sslmode".to_string(), "require".to_string()) } else { (k, v) };
+            let (k, v) = if k == "ssl" && v == "true" {
+                ("sslmode".to_string(), "require".to_string())
+            } else {
+                (k, v)
+            };
             let k = check_key(&k, prev)?;
             out.push((k, v));
             prev = Some(k);
@@ -424,7 +431,10 @@ mod tests {
             ])
         );
         assert_eq!(kv(""), vec![]);
-        assert_eq!(kv("  sslmode=verify-full sslrootcert=/a/ca.crt "), pairs(&[("sslmode", "verify-full"), ("sslrootcert", "/a/ca.crt")]));
+        assert_eq!(
+            kv("  sslmode=verify-full sslrootcert=/a/ca.crt "),
+            pairs(&[("sslmode", "verify-full"), ("sslrootcert", "/a/ca.crt")])
+        );
         assert_eq!(kv("password="), pairs(&[("password", "")]));
     }
 
@@ -479,7 +489,10 @@ mod tests {
             ])
         );
         assert_eq!(kv("postgres://"), vec![]);
-        assert_eq!(kv("postgresql:///reg?host=%2Ftmp&ssl=true"), pairs(&[("dbname", "reg"), ("host", "/tmp"), ("sslmode", "require")]));
+        assert_eq!(
+            kv("postgresql:///reg?host=%2Ftmp&ssl=true"),
+            pairs(&[("dbname", "reg"), ("host", "/tmp"), ("sslmode", "require")])
+        );
         assert_eq!(kv("postgresql://h"), pairs(&[("host", "h")]));
         assert_eq!(kv("POSTGRESQL://u@h:1/"), pairs(&[("user", "u"), ("host", "h"), ("port", "1")]));
     }

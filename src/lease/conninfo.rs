@@ -114,7 +114,10 @@ impl Settings {
                     if p.is_empty() {
                         Ok(5432)
                     } else {
-                        p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| invalid("port", "not a port number"))
+                        p.parse::<u16>()
+                            .ok()
+                            .filter(|p| *p > 0)
+                            .ok_or_else(|| invalid("port", "not a port number"))
                     }
                 })
                 .collect::<Result<_, _>>()?,
@@ -150,16 +153,26 @@ impl Settings {
             "direct" => SslNegotiation::Direct,
             _ => return Err(invalid("sslnegotiation", "postgres or direct")),
         };
-        if ssl_negotiation == SslNegotiation::Direct && matches!(ssl_mode, SslMode::Disable | SslMode::Prefer) {
+        if ssl_negotiation == SslNegotiation::Direct && matches!(ssl_mode, SslMode::Disable | SslMode::Prefer)
+        {
             return Err("sslnegotiation=direct needs sslmode require, verify-ca or verify-full".into());
         }
         let file = |k: &str| nonempty(k).map(str::to_string);
-        let tls_files = TlsFiles { rootcert: file("sslrootcert"), cert: file("sslcert"), key: file("sslkey") };
+        let tls_files =
+            TlsFiles { rootcert: file("sslrootcert"), cert: file("sslcert"), key: file("sslkey") };
         if tls_files.rootcert.as_deref() == Some("system") {
-            return Err("sslrootcert=system (the system's CAs) is not supported: name the CA's certificate file".into());
+            return Err(
+                "sslrootcert=system (the system's CAs) is not supported: name the CA's certificate file"
+                    .into(),
+            );
         }
         if matches!(ssl_mode, SslMode::VerifyCa | SslMode::VerifyFull) && tls_files.rootcert.is_none() {
-            return Err("sslmode verify-ca and verify-full need sslrootcert (the CA's certificate file)".into());
+            return Err(
+                "sslmode verify-ca and verify-full need sslrootcert (the CA's certificate file)".into()
+            );
+        }
+        if ssl_mode == SslMode::VerifyFull && hosts.is_empty() {
+            return Err("sslmode verify-full needs host= (the name the certificate must carry; hostaddr= only says where to connect)".into());
         }
         if tls_files.cert.is_some() != tls_files.key.is_some() {
             return Err("sslcert and sslkey go together (the client certificate and its key)".into());
@@ -193,7 +206,10 @@ impl Settings {
             passfile: nonempty("passfile").map(PathBuf::from),
             dbname: nonempty("dbname").map(str::to_string),
             options: nonempty("options").map(str::to_string),
-            connect_timeout: get("connect_timeout").map(|v| secs("connect_timeout", v)).transpose()?.flatten(),
+            connect_timeout: get("connect_timeout")
+                .map(|v| secs("connect_timeout", v))
+                .transpose()?
+                .flatten(),
             tcp_user_timeout: get("tcp_user_timeout")
                 .map(|v| {
                     let n = int("tcp_user_timeout", v)?;
@@ -205,14 +221,18 @@ impl Settings {
                 .transpose()?
                 .flatten(),
             keepalives,
-            keepalives_idle: get("keepalives_idle").map(|v| secs("keepalives_idle", v)).transpose()?.flatten(),
+            keepalives_idle: get("keepalives_idle")
+                .map(|v| secs("keepalives_idle", v))
+                .transpose()?
+                .flatten(),
             keepalives_interval: get("keepalives_interval")
                 .map(|v| secs("keepalives_interval", v))
                 .transpose()?
                 .flatten(),
             keepalives_retries: get("keepalives_retries")
                 .map(|v| {
-                    u32::try_from(int("keepalives_retries", v)?).map_err(|_| invalid("keepalives_retries", "negative"))
+                    u32::try_from(int("keepalives_retries", v)?)
+                        .map_err(|_| invalid("keepalives_retries", "negative"))
                 })
                 .transpose()?,
             target_session_attrs,
@@ -250,7 +270,10 @@ impl Settings {
         super::tls::check_passfile(path)?;
         let bytes = std::fs::read(path).map_err(|e| {
             let t = e.to_string();
-            format!("cannot read the password file (passfile): {}", t.split(" (os error").next().unwrap_or(""))
+            format!(
+                "cannot read the password file (passfile): {}",
+                t.split(" (os error").next().unwrap_or("")
+            )
         })?;
         Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
     }
@@ -276,7 +299,9 @@ impl Settings {
             SslMode::Disable => tokio_postgres::config::SslMode::Disable,
             _ if unix => tokio_postgres::config::SslMode::Disable,
             SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
-            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => tokio_postgres::config::SslMode::Require,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+                tokio_postgres::config::SslMode::Require
+            }
         });
         c.ssl_negotiation(if unix { SslNegotiation::Postgres } else { self.ssl_negotiation });
         c.channel_binding(self.channel_binding);
@@ -302,7 +327,13 @@ impl Settings {
             HostName::Unix(p) => {
                 c.host_path(p);
             }
-            HostName::None => {}
+            // tokio-postgres starts TLS only with a host name; the address is the name then (the
+            // certificate is not checked against it: verify-full needs host=, see `parse`).
+            HostName::None => {
+                if let Some(a) = t.hostaddr {
+                    c.host(a.to_string());
+                }
+            }
         }
         if let Some(a) = t.hostaddr {
             c.hostaddr(a);

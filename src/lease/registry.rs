@@ -20,7 +20,7 @@ use tokio::runtime::Runtime;
 use tokio_postgres::Client;
 
 use super::conninfo::Settings;
-use super::tls::{self, MakeRustls, SslMode};
+use super::tls::{self, MakeRustls};
 
 /// Who claims: this node's identity as the registry records it.
 pub struct Holder {
@@ -176,7 +176,8 @@ impl Registry {
             return Ok(());
         }
         self.client = None;
-        let settings = Settings::parse(&self.conninfo).map_err(|e| format!("invalid pg_idgen.registry: {e}"))?;
+        let settings =
+            Settings::parse(&self.conninfo).map_err(|e| format!("invalid pg_idgen.registry: {e}"))?;
         // The files (CA, client certificate and key, password file) are read here, at each
         // connection, by this worker: a renewed certificate is used from the next connection on.
         let tls = tls::client_config(settings.ssl_mode, &settings.tls_files)?;
@@ -191,7 +192,7 @@ impl Registry {
         for t in &settings.targets {
             let password = settings.password_for(t, passfile.as_deref());
             let one = settings.config(t, password.as_deref(), self.timeout);
-            let make = MakeRustls::new(tls.clone(), settings.ssl_mode == SslMode::VerifyFull, t.hostaddr);
+            let make = MakeRustls::new(tls.clone());
             match self.run("cannot connect to the registry", one.connect(make)) {
                 Ok(c) => {
                     found = Some(c);

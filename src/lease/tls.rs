@@ -69,7 +69,8 @@ fn read(key: &str, path: &str) -> Result<Vec<u8>, String> {
 /// user; when owned by root, at most u=rw,g=r (0640).
 fn check_key_permissions(path: &str) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
-    let md = std::fs::metadata(path).map_err(|e| format!("cannot read the file of sslkey: {}", io_text(&e)))?;
+    let md =
+        std::fs::metadata(path).map_err(|e| format!("cannot read the file of sslkey: {}", io_text(&e)))?;
     if !md.is_file() {
         return Err("the file of sslkey is not a regular file".into());
     }
@@ -101,7 +102,9 @@ pub fn client_config(mode: SslMode, files: &TlsFiles) -> Result<Option<Arc<rustl
             let mut n = 0;
             for c in CertificateDer::pem_slice_iter(&pem) {
                 let c = c.map_err(|_| "the file of sslrootcert is not a PEM certificate file".to_string())?;
-                roots.add(c).map_err(|e| format!("a certificate of sslrootcert is not usable as a CA: {e}"))?;
+                roots
+                    .add(c)
+                    .map_err(|e| format!("a certificate of sslrootcert is not usable as a CA: {e}"))?;
                 n += 1;
             }
             if n == 0 {
@@ -112,11 +115,15 @@ pub fn client_config(mode: SslMode, files: &TlsFiles) -> Result<Option<Arc<rustl
         None => None,
     };
     let verifier: Arc<dyn ServerCertVerifier> = match (mode, roots) {
-        (SslMode::VerifyFull, Some(roots)) => WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-            .build()
-            .map_err(|e| format!("sslrootcert: {e}"))?,
+        (SslMode::VerifyFull, Some(roots)) => {
+            WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+                .build()
+                .map_err(|e| format!("sslrootcert: {e}"))?
+        }
         (SslMode::VerifyFull | SslMode::VerifyCa, None) => {
-            return Err("sslmode verify-ca and verify-full need sslrootcert (the CA's certificate file)".into())
+            return Err(
+                "sslmode verify-ca and verify-full need sslrootcert (the CA's certificate file)".into()
+            )
         }
         (_, Some(roots)) => Arc::new(ChainOnly { roots, provider: provider.clone() }),
         (_, None) => Arc::new(Unchecked { provider: provider.clone() }),
@@ -140,9 +147,7 @@ pub fn client_config(mode: SslMode, files: &TlsFiles) -> Result<Option<Arc<rustl
             let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|_| {
                 "the file of sslkey has no unencrypted private key (PEM: PKCS#8, RSA or EC)".to_string()
             })?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| format!("sslcert and sslkey: {e}"))?
+            builder.with_client_auth_cert(chain, key).map_err(|e| format!("sslcert and sslkey: {e}"))?
         }
         (None, None) => builder.with_no_client_auth(),
         _ => return Err("sslcert and sslkey go together (the client certificate and its key)".into()),
@@ -295,18 +300,11 @@ fn explain_io(e: io::Error) -> io::Error {
 pub struct MakeRustls {
     /// None for `disable` (tokio-postgres then never asks for TLS).
     config: Option<Arc<rustls::ClientConfig>>,
-    verify_name: bool,
-    /// The name when the host is given only as `hostaddr` (no SNI is sent for an address).
-    fallback: Option<ServerName<'static>>,
 }
 
 impl MakeRustls {
-    pub fn new(
-        config: Option<Arc<rustls::ClientConfig>>,
-        verify_name: bool,
-        hostaddr: Option<std::net::IpAddr>,
-    ) -> MakeRustls {
-        MakeRustls { config, verify_name, fallback: hostaddr.map(|a| ServerName::IpAddress(a.into())) }
+    pub fn new(config: Option<Arc<rustls::ClientConfig>>) -> MakeRustls {
+        MakeRustls { config }
     }
 }
 
@@ -323,15 +321,11 @@ where
     fn make_tls_connect(&mut self, domain: &str) -> Result<RustlsConnect, io::Error> {
         let target = (|| {
             let config = self.config.clone().ok_or("TLS is disabled (sslmode=disable)")?;
-            let name = if domain.is_empty() {
-                if self.verify_name {
-                    return Err("sslmode=verify-full needs the server's name as host= (hostaddr= alone has no name to verify)");
-                }
-                self.fallback.clone().ok_or("no host name for TLS")?
-            } else {
-                ServerName::try_from(domain.to_string())
-                    .map_err(|_| "the host is not a valid DNS name or IP address for TLS")?
-            };
+            // The host name (or, with hostaddr= only, the address: `lease::conninfo`) is what the
+            // certificate's name is checked against, under verify-full; a DNS name also goes
+            // out as SNI.
+            let name = ServerName::try_from(domain.to_string())
+                .map_err(|_| "the host is not a valid DNS name or IP address for TLS")?;
             Ok((config, name))
         })();
         Ok(RustlsConnect { target })
@@ -367,7 +361,11 @@ where
 pub struct RustlsStream<S>(Box<tokio_rustls::client::TlsStream<S>>);
 
 impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for RustlsStream<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         Pin::new(&mut *self.0).poll_read(cx, buf).map_err(explain_io)
     }
 }
@@ -393,7 +391,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> tokio_postgres::tls::TlsStream for Rustl
 /// libpq's rule for a password file: a regular file without group or world access.
 pub fn check_passfile(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
-    let md = std::fs::metadata(path).map_err(|e| format!("cannot read the password file (passfile): {}", io_text(&e)))?;
+    let md = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read the password file (passfile): {}", io_text(&e)))?;
     if !md.is_file() {
         return Err("the password file (passfile) is not a regular file".into());
     }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # 91_lease_tls — TLS and passwords of the registry connection (docs/leases-tls.md). A registry R
-# (port 29060 + IT_PORT_OFFSET; a PostgreSQL built with OpenSSL: this major or Debian's 15, else
+# (port 29027 + IT_PORT_OFFSET; a PostgreSQL built with OpenSSL: this major or Debian's 15, else
 # the test is skipped) that accepts only `hostssl` connections (pg_hba.conf), with a
-# server certificate for localhost/127.0.0.1 from a CA made here by openssl; node N (29061,
+# server certificate for localhost/127.0.0.1 from a CA made here by openssl; node N (29028,
 # ssl off) in auto mode, whose pg_idgen.registry is reloaded for each case; the states come
 # from N's snowflake_lease().
 #  1. verify-full by host=localhost and (in 2, after a refusal) by host=127.0.0.1, both in the
@@ -14,7 +14,8 @@
 #  3. sslmode=disable: refused by R's hostssl-only pg_hba.conf; sslmode=require against N
 #     itself (no TLS): refused, "server does not support TLS".
 #  4. a role with `cert` authentication (client certificate only, no password): held; the same
-#     with a group-readable key file: refused, saying so.
+#     with a group-readable key file: refused, saying so; as a URI: held; verify-full with only
+#     hostaddr=: misconfigured, verify-ca with it: held; host=N,R with N first (no TLS): held through R.
 #  5. passfile= (libpq's format: a wildcard port, an escaped ':' in the password): held with no
 #     password in the setting; a world-readable password file is refused, saying so.
 #  No detail ever shows the password.
@@ -24,8 +25,8 @@ set -euo pipefail
 
 R=it_tlsr
 N=it_tlsn
-PR=$(itport 29060)
-PN=$(itport 29061)
+PR=$(itport 29027)
+PN=$(itport 29028)
 PW='S3cret pass:word'
 C=$TMP/certs
 mkdir -p "$C"
@@ -83,7 +84,7 @@ check "R: pg_hba.conf has only hostssl lines for TCP" \
     "$(q "$R" "SELECT string_agg(DISTINCT type, ',') FROM pg_hba_file_rules WHERE error IS NULL AND type <> 'local'")" == hostssl
 
 # ---- the node ----
-cluster_start "$N" 29061 -c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto -c pg_idgen.lease_range=0-3 \
+cluster_start "$N" 29028 -c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto -c pg_idgen.lease_range=0-3 \
     -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1 -c pg_idgen.node_name=n
 q "$N" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 use() { q "$N" "ALTER SYSTEM SET pg_idgen.registry = '${1//\'/\'\'}'" "SELECT pg_reload_conf()" >/dev/null; }
@@ -144,6 +145,17 @@ wait_for "4: the same role without a client certificate: refused by R" \
 use "host=localhost $BASE user=certuser sslmode=verify-full sslrootcert=$C/ca.crt sslcert=$C/client.crt sslkey=$C/client-loose.key"
 wait_for "4: a group-readable key file: refused, saying so" \
     detail_matches "$N" 'the file of sslkey has group or world access'
+use "postgresql://certuser@localhost:$PR/reg?sslmode=verify-full&sslrootcert=$C/ca.crt&sslcert=$C/client.crt&sslkey=$C/client.key"
+wait_for "4: the same as a URI (postgresql://certuser@localhost:port/reg?sslmode=verify-full&...): held" state_is "$N" held
+use "hostaddr=127.0.0.1 $BASE user=certuser sslmode=verify-full sslrootcert=$C/ca.crt sslcert=$C/client.crt sslkey=$C/client.key"
+wait_for "4: verify-full with hostaddr= only (no name to verify): misconfigured, saying so" \
+    detail_matches "$N" 'verify-full needs host='
+use "hostaddr=127.0.0.1 $BASE user=certuser sslmode=verify-ca sslrootcert=$C/ca.crt sslcert=$C/client.crt sslkey=$C/client.key"
+wait_for "4: verify-ca with hostaddr= only: held" state_is "$N" held
+use "hostaddr=127.0.0.1 $BASE user=certuser sslmode=verify-full sslrootcert=$C/ca.crt sslcert=$C/client.crt sslkey=$C/client.key"
+wait_for "4: (verify-full, hostaddr= only, again: misconfigured)" state_is "$N" misconfigured
+use "host=127.0.0.1,localhost port=$PN,$PR dbname=reg user=certuser sslmode=verify-full sslrootcert=$C/ca.crt sslcert=$C/client.crt sslkey=$C/client.key"
+wait_for "4: two hosts, the first without TLS: refused there, held through the second" state_is "$N" held
 
 # ---- 5. a password file ----
 chmod 644 "$C/pgpass"
