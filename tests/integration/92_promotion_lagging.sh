@@ -7,8 +7,8 @@
 #  A. asynchronous standby: its WAL receiver is stopped (SIGSTOP) before the burst, so the
 #     reservations the burst writes never reach it; the primary is stopped (immediate), the
 #     standby promoted at once (the receiver continued only after the promotion asked it to end).
-#     Its first 20,000 ids: none at or below the old primary's largest; the end-of-recovery LOG
-#     line names the floor.
+#     Restarted (clean) right after the promotion, before any id, its first 20,000 ids: none at
+#     or below the old primary's largest; the end-of-recovery LOG line names the floor.
 #  B. the standby in synchronous_standby_names, the same stopped receiver: a read-only
 #     `SELECT snowflake_next()` burst waits for the standby (wait event SyncRep) instead of
 #     handing out ids it never confirmed, and read-only `SELECT segment_next()` hands out only
@@ -115,6 +115,20 @@ scenario() {
         check "$tag: the promoted server's replayed reservation covers the largest id handed out" \
             "$(q "$SB" "SELECT reserved_until > (SELECT ts FROM uid_decode($M)) FROM snowflake_stats() WHERE worker_id = $W")" == t
     fi
+    if [ "$sync" = 0 ]; then
+        # a clean restart right after the promotion, before any id: the state file written at
+        # the shutdown keeps the floor, above the old primary's largest id
+        local kept mms
+        mms=$(q "$SB" "SELECT (extract(epoch FROM ts) * 1000)::bigint FROM uid_decode($M)")
+        "$CLUSTER" stop "$SB" fast 2>/dev/null
+        # what a start uses for worker W: its own line, or without one the floor
+        local sf; sf="$("$CLUSTER" pgdata "$SB")/pg_idgen/snowflake.state"
+        kept=$(awk -v w=$W '$1 == "worker" && $2 == w { print $3 }' "$sf")
+        [ -n "$kept" ] || kept=$(awk '$1 == "floor" { print $2 }' "$sf")
+        check "$tag: the state file after the clean stop keeps worker $W past the old primary's largest id (ms)" "$kept" -gt "${mms:-0}"
+        "$CLUSTER" start "$SB" "$(itport $((port + 1)))" "${OPTS[@]}" 2>/dev/null
+        check "$tag: restarted as a primary" "$(q "$SB" "SELECT pg_is_in_recovery()")" == f
+    fi
     q "$SB" "COPY (SELECT snowflake_next() FROM generate_series(1, $N_NEW)) TO STDOUT" >"$TMP/$tag.new"
     check "$tag: the promoted server handed out $N_NEW ids" "$(sort -u "$TMP/$tag.new" | wc -l)" -eq $N_NEW
     local dup
@@ -123,7 +137,7 @@ scenario() {
     check "$tag: of the promoted server's first $N_NEW ids, at or below the old primary's largest ($M)" "$dup" -eq 0
     check "$tag: ids the old and the promoted server both handed out" \
         "$(sort -n "$burst.ids" "$TMP/$tag.new" | uniq -d | wc -l)" -eq 0
-    local line; line=$("$CLUSTER" log "$SB" 200 2>/dev/null | grep -m1 'pg_idgen: end of recovery' || true)
+    local line; line=$(grep -m1 'pg_idgen: end of recovery' "$("$CLUSTER" pgdata "$SB")/log/postgresql.log" || true)
     check_match "$tag: one LOG line names the floor after recovery" "$line" \
         'LOG: +pg_idgen: end of recovery: snowflake ids continue above .*max_drift_ms.*the old primary.s: 2000 ms.*clock_skew_ms'
     if [ "$sync" = 1 ]; then
