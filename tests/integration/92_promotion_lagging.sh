@@ -12,7 +12,8 @@
 #  B. the standby in synchronous_standby_names, the same stopped receiver: a read-only
 #     `SELECT snowflake_next()` burst waits for the standby (wait event SyncRep) instead of
 #     handing out ids it never confirmed, and read-only `SELECT segment_next()` hands out only
-#     values of confirmed reservations (then fails: it cannot reserve); after the immediate stop
+#     values of confirmed reservations (then fails: it cannot reserve); a cancel ends the waiting
+#     burst with 57014 and none of its unconfirmed ids; after the immediate stop
 #     and the promotion, no snowflake id and no segment value a client received is handed out
 #     again, and the promoted server's replayed reservation already covers the largest id
 #     handed out.
@@ -85,6 +86,11 @@ scenario() {
             "COPY (SELECT segment_next('t') FROM generate_series(1, 5000)) TO STDOUT" >"$segs" 2>"$segs.err" || true
         check_match "$tag: read-only segment_next() stops at the end of the confirmed reservations" \
             "$(cat "$segs.err")" "cannot reserve a new segment in a read-only transaction"
+        # a cancel ends the waiting burst with 57014; none of the unconfirmed ids is handed out
+        q "$P" "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'" >/dev/null
+        poll 400 burst_done || true
+        check_match "$tag: the cancelled wait ends the statement (57014 message)" "$(cat "$burst.err")" \
+            "canceling statement: the wait for synchronous standbys to confirm a snowflake time reservation was cancelled"
     else
         poll 1200 burst_done || true
         check "$tag: the burst ended: 30000 ids" "$(wc -l <"$burst")" -eq 30000
