@@ -72,16 +72,16 @@ fn check_instance() -> bool {
     match level {
         Urgency::None => {}
         Urgency::Warn => crate::errors::warn(
-            format!("pg_idgen: {what} ends in {} (at {} UTC)", describe_ms(end - now), format_unix_ms(end as i128)),
+            format!("pg_idgen: {what} ends in {} (at {})", describe_ms(end - now), format_unix_ms(end as i128)),
             Some(hint),
         ),
         Urgency::Urgent if end <= now => crate::errors::warn(
-            format!("pg_idgen: URGENT: {what} ended at {} UTC: no id can be generated", format_unix_ms(end as i128)),
+            format!("pg_idgen: URGENT: {what} ended at {}: no id can be generated", format_unix_ms(end as i128)),
             Some(hint),
         ),
         Urgency::Urgent => crate::errors::warn(
             format!(
-                "pg_idgen: URGENT: {what} ends in {} (at {} UTC)",
+                "pg_idgen: URGENT: {what} ends in {} (at {})",
                 describe_ms(end - now),
                 format_unix_ms(end as i128)
             ),
@@ -95,6 +95,12 @@ fn check_instance() -> bool {
             Some("Once all are used, snowflake_next() with a new worker id fails (54000) until a restart. Restart the server at a quiet time (a restart frees the slots of worker ids whose reservation has passed), or generate with fewer distinct worker ids per server."),
         );
     }
+    // One line per round (a day by default): what was checked, for the operator and the tests.
+    pgrx::log!(
+        "pg_idgen monitor: checked: the time field ends in {} (warning horizon {}), {used} of {MAX_WORKER_SLOTS} worker-id slots in use",
+        describe_ms(end - now),
+        if horizon > 0 { describe_ms(horizon) } else { "0: warnings off".to_string() }
+    );
     level == Urgency::Urgent
 }
 
@@ -192,6 +198,7 @@ fn check_tags(db: &str) {
         pgrx::log!("pg_idgen monitor: could not read segment_status in database \"{db}\": {e}");
         Vec::new()
     });
+    let n = rows.len();
     for (tag, headroom, issued, uptime) in rows {
         let Some(left) = runs_out_in_ms(headroom, issued, uptime) else { continue };
         let level = urgency(now_unix_ms().saturating_add(left), now_unix_ms(), horizon);
@@ -210,6 +217,7 @@ fn check_tags(db: &str) {
             )),
         );
     }
+    pgrx::log!("pg_idgen monitor: checked {n} segment tag(s) of database \"{db}\"");
 }
 
 /// Worker-id slots of this instance: how many are used (generated with since the start, or

@@ -55,13 +55,16 @@ pub fn runs_out_in_ms(headroom: i128, issued: i64, elapsed_ms: i64) -> Option<i6
     Some(ms.min(i64::MAX as i128) as i64)
 }
 
-/// A duration in ms as the warnings print it: "N days" (rounded down), or hours below two days.
+/// A duration in ms as the warnings print it: "N days" (rounded down), hours below two days,
+/// minutes below two hours.
 pub fn describe_ms(ms: i64) -> String {
     if ms <= 0 {
         return "no time".to_string();
     }
     let hours = ms / 3_600_000;
-    if hours < 48 {
+    if hours < 2 {
+        format!("{} minute(s)", ms / 60_000)
+    } else if hours < 48 {
         format!("{hours} hour(s)")
     } else {
         format!("{} days", ms / 86_400_000)
@@ -116,6 +119,8 @@ mod tests {
     fn durations() {
         assert_eq!(describe_ms(0), "no time");
         assert_eq!(describe_ms(5 * 3_600_000), "5 hour(s)");
+        assert_eq!(describe_ms(119 * 60_000 + 59_999), "119 minute(s)");
+        assert_eq!(describe_ms(30_000), "0 minute(s)");
         assert_eq!(describe_ms(47 * 3_600_000 + 1), "47 hour(s)");
         assert_eq!(describe_ms(50 * DAY + 5), "50 days");
     }
