@@ -156,6 +156,9 @@ pub extern "C-unwind" fn pg_idgen_monitor_main(_arg: pg_sys::Datum) {
             break;
         }
     }
+    // SAFETY: ends the worker; exit code 1 lets the postmaster restart it after a
+    // pg_terminate_backend() (nothing is restarted during a shutdown).
+    unsafe { pg_sys::proc_exit(1) };
 }
 
 /// The segment tags of this database that reach the largest bigint within the horizon.
