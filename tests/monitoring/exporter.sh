@@ -2,8 +2,8 @@
 # tests/monitoring/exporter.sh — pg_idgen's metrics through a real postgres_exporter (Debian's
 # prometheus-postgres-exporter 0.11) with prometheus/queries.yaml, on loopback (make
 # test-monitoring; not one of tests/integration/*.sh: it runs on one major). Two clusters on
-# ports 29103-29104 (+ IT_PORT_OFFSET); the exporter listens on 127.0.0.1:$MON_EXPORTER_PORT
-# (default 29105 + IT_PORT_OFFSET).
+# ports 29035-29036 (+ IT_PORT_OFFSET); the exporter listens on 127.0.0.1:$MON_EXPORTER_PORT
+# (default 29037 + IT_PORT_OFFSET).
 #  1. R, the lease registry (leases off), where two worker ids (1 and 2) generate: a member of
 #     pg_monitor reads pg_idgen_metrics with both; a plain role reads the view too but sees
 #     exactly the worker ids snowflake_stats() shows it (its own, 1), one slot used, and no
@@ -25,12 +25,12 @@ EXPORTER=${POSTGRES_EXPORTER:-/usr/bin/prometheus-postgres-exporter}
 [ -x "$EXPORTER" ] || { echo "[$TEST_NAME] FAIL: $EXPORTER not found (apt-get install prometheus-postgres-exporter; scripts/deps.sh)"; exit 1; }
 R=it_monr
 X=it_monx
-PR=$(itport 29103)
-PX=$(itport 29104)
-EPORT=${MON_EXPORTER_PORT:-$(itport 29105)}
+PR=$(itport 29035)
+PX=$(itport 29036)
+EPORT=${MON_EXPORTER_PORT:-$(itport 29037)}
 
 # ---- 1. R: two worker ids; pg_monitor vs a plain role
-cluster_start "$R" 29103
+cluster_start "$R" 29035
 q "$R" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
     "CREATE ROLE mon LOGIN IN ROLE pg_monitor" "CREATE ROLE plain LOGIN" >/dev/null
 q "$R" "SET pg_idgen.worker_id = 1" "SELECT count(snowflake_next()) FROM generate_series(1, 100)" \
@@ -61,7 +61,7 @@ check "1: the view is granted to PUBLIC and pg_monitor can read it" \
 
 # ---- 2. X: a lease, ids, a segment tag
 REG="host=127.0.0.1 port=$PR user=postgres dbname=postgres connect_timeout=2"
-cluster_start "$X" 29104 -c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=4 -c pg_idgen.node_name=x
+cluster_start "$X" 29036 -c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=4 -c pg_idgen.node_name=x
 q "$X" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
     "CREATE ROLE mon LOGIN IN ROLE pg_monitor" \
     "ALTER SYSTEM SET pg_idgen.registry = '$REG'" "SELECT pg_reload_conf()" >/dev/null

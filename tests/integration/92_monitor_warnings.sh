@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# 91_monitor_warnings — the pg_idgen monitor worker warns in the server log ahead of time, at
-# start and at each check (a reload checks at once). Two clusters on ports 29101-29102
+# 92_monitor_warnings — the pg_idgen monitor worker warns in the server log ahead of time, at
+# start and at each check (a reload checks at once). Two clusters on ports 29033-29034
 # (+ IT_PORT_OFFSET):
 #  1. A (default layout, ends in 2095): the monitor runs (pg_stat_activity), its first check logs
 #     no WARNING.
@@ -13,6 +13,7 @@
 #     under libfaketime on 2024-10-01: a WARNING "ends in 50 days" at start (not URGENT); the
 #     clock moved to 2024-11-10 and a reload: URGENT, 10 days; on 2024-12-01: URGENT, ended.
 # Pass/fail never depends on timing: every wait polls the log for a line, bounded (60 s).
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
@@ -36,7 +37,7 @@ wait_log() {
 reload() { q "$1" "SELECT pg_reload_conf()" >/dev/null; }
 
 # ---- 1. default layout: the monitor runs, no warning
-cluster_start "$A" 29101 -c pg_idgen.worker_id=1
+cluster_start "$A" 29033 -c pg_idgen.worker_id=1
 wait_log "1: the monitor's first check ran" "$A" 0 'pg_idgen monitor: checked: the time field ends in [0-9]+ days \(warning horizon 365 days\), [0-9]+ of 256'
 check "1: the monitor is a background worker of its own" \
     "$(q "$A" "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_idgen monitor'")" -eq 1
@@ -81,7 +82,7 @@ offset_to() {  # libfaketime offset (seconds) from the real clock to the UTC tim
 }
 export FAKETIME_FILE=$TMP/b.faketime
 offset_to "2024-10-01 00:00:00" > "$FAKETIME_FILE"
-cluster_start "$B" 29102 -c pg_idgen.layout=baidu -c pg_idgen.worker_id=1
+cluster_start "$B" 29034 -c pg_idgen.layout=baidu -c pg_idgen.worker_id=1
 unset FAKETIME_FILE
 check_match "4: the server's clock is faked" "$(q "$B" "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')")" '^2024-(09-30|10-0[12])$'
 wait_log "4: 2024-10-01: WARNING at start, 50 days" "$B" 0 \
