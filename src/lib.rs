@@ -64,6 +64,7 @@ mod layouts;
 mod lease;
 mod lock;
 mod mask;
+mod migrate;
 mod segment;
 mod shmem;
 mod snowflake;
