@@ -373,3 +373,13 @@ END
 $fn$;
 COMMENT ON FUNCTION @extschema@.uid_migrate_key(pg_catalog.regclass, pg_catalog.name, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool, pg_catalog.bool)
     IS 'converts a serial/identity/nextval() key column to DEFAULT snowflake_next() or segment_next(tag) in the caller''s transaction (caller must own the table); returns the statements; dry_run => true runs none';
+
+-- ---------------------------------------------------------------------------------------------
+-- Parallel labels: the functions that show this backend's state (its worker id and where it
+-- comes from, the statistics it may see) or read the extension's tables for monitoring are
+-- PARALLEL RESTRICTED (run by the leader only). The tables are read with the statement's snapshot
+-- in a parallel operation (src/tables.rs), so decoding with a named layout stays PARALLEL SAFE.
+ALTER FUNCTION @extschema@.snowflake_worker() PARALLEL RESTRICTED;
+ALTER FUNCTION @extschema@.snowflake_stats() PARALLEL RESTRICTED;
+ALTER FUNCTION @extschema@.segment_persisted() PARALLEL RESTRICTED;
+ALTER FUNCTION @extschema@.segment_status_shmem() PARALLEL RESTRICTED;
