@@ -12,14 +12,33 @@
 //! code therefore never runs with more rights than its owner's. Restored when the statement
 //! ends, or by (sub)transaction abort when it fails.
 //!
-//! The caller must have the privileges of the owner (be it, a member of it, or a superuser):
-//! running as the owner then gives the caller nothing it did not have. The statements that do
-//! not touch a table (`segment_create`, `segment_set`, `DROP SEQUENCE`) run as the caller.
+//! The caller must have the privileges of the owner and be able to `SET ROLE` to it (be it, a
+//! member of it with the SET option, or a superuser): running as the owner then gives the caller
+//! nothing it could not have — not even role attributes (SUPERUSER, CREATEROLE, ...) a member
+//! without the SET option does not inherit — and the security-restricted context takes some
+//! away. The statements that do not touch a table (`segment_create`, `segment_set`,
+//! `DROP SEQUENCE`) run as the caller.
 
 use pgrx::prelude::*;
 
 use crate::catalog::{qualified_relation_name, LocalSetting, PinnedSearchPath, RunAs};
 use crate::errors::{raise, required, Code};
+
+/// Whether the current user has `role`'s privileges and may SET ROLE to it (a superuser may).
+fn can_act_as(role: pg_sys::Oid) -> bool {
+    // SAFETY: plain privilege checks of the current user.
+    unsafe {
+        let me = pg_sys::GetUserId();
+        if pg_sys::superuser_arg(me) {
+            return true;
+        }
+        #[cfg(feature = "pg15")]
+        let can_set = pg_sys::is_member_of_role(me, role); // before 16, every member may SET ROLE
+        #[cfg(not(feature = "pg15"))]
+        let can_set = pg_sys::member_can_set_role(me, role);
+        pg_sys::has_privs_of_role(me, role) && can_set
+    }
+}
 
 /// Runs `stmt` as the owner of `tbl` (see the module comment); returns the first column of its
 /// first row as bigint for a query (`SELECT max(col)::bigint ...`), NULL otherwise.
@@ -38,15 +57,14 @@ fn pg_idgen_migrate_as_owner(tbl: Option<pg_sys::Oid>, stmt: Option<&str>) -> Op
     .unwrap_or_else(|| {
         raise(Code::ERRCODE_UNDEFINED_TABLE, format!("relation with OID {} does not exist", u32::from(tbl)), None)
     });
-    // SAFETY: plain privilege check of the current user.
-    if !unsafe { pg_sys::has_privs_of_role(pg_sys::GetUserId(), owner) } {
+    if !can_act_as(owner) {
         raise(
             Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!(
                 "must be owner of table {}",
                 qualified_relation_name(tbl).unwrap_or_else(|| u32::from(tbl).to_string())
             ),
-            None,
+            Some("Its statements run as the table's owner: the caller must have the owner's privileges and be able to SET ROLE to it."),
         );
     }
     let _owner = RunAs::role(owner, true);
