@@ -167,3 +167,10 @@ DELETE FROM pg_idgen_mask_keys WHERE name = 'sym' AND version = 1;
 SELECT uid_mask_key_create('sym') AS v33;
 SELECT uid_mask_key_set_in_use('sym', 33, false);
 DELETE FROM pg_idgen_mask_keys WHERE name = 'sym';
+
+-- a text code longer than 256 bytes is refused before it is read or echoed (22P02): a caller's
+-- string of up to 1 GB must not cost its length in time and memory
+SELECT uid_from_text(repeat('-', 255) || '1') AS longest_accepted;
+SELECT regress_sqlstate_of($$SELECT uid_from_text(repeat('-', 256) || '1')$$) AS too_long;
+SELECT regress_sqlstate_of($$SELECT uid_unmask_text(repeat('1', 300), 'regress')$$) AS too_long_unmask;
+SELECT regress_sqlstate_of($$SELECT uid_from_text(repeat('-', 100000000), 'crockford')$$) AS hundred_mb;
