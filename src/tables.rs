@@ -150,18 +150,23 @@ pub fn fresh() -> bool {
 }
 
 /// The snapshot of a read: the latest outside a parallel operation, the statement's inside one.
-unsafe fn read_snapshot() -> pg_sys::Snapshot {
-    if fresh() {
-        return pg_sys::GetLatestSnapshot();
+fn read_snapshot() -> pg_sys::Snapshot {
+    // SAFETY: snapshot functions of a backend inside a transaction (every caller is a SQL
+    // function); GetLatestSnapshot is only called outside a parallel operation, where it is
+    // allowed, and GetActiveSnapshot only when one is set. The caller registers the result.
+    unsafe {
+        if fresh() {
+            return pg_sys::GetLatestSnapshot();
+        }
+        if !pg_sys::ActiveSnapshotSet() {
+            raise(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "pg_idgen cannot read its tables in this parallel operation (no statement snapshot)",
+                None,
+            );
+        }
+        pg_sys::GetActiveSnapshot()
     }
-    if !pg_sys::ActiveSnapshotSet() {
-        raise(
-            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "pg_idgen cannot read its tables in this parallel operation (no statement snapshot)",
-            None,
-        );
-    }
-    pg_sys::GetActiveSnapshot()
 }
 
 /// Rows of the extension's table `name`.
