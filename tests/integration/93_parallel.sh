@@ -45,8 +45,6 @@ for layout in sonyflake baidu; do
 done
 par_count "snowflake_at/uid_compose with a layout" \
     "SELECT count(*) FROM ev WHERE snowflake_at('2021-01-01Z'::timestamptz + (id % 100000) * interval '1 s', 1, 'mylayout') % 7 = uid_compose('2021-01-01Z'::timestamptz + (id % 1000) * interval '1 s', 2, (id % 65536)::int, 'mylayout') % 7"
-par_count "uid_to_text/uid_from_text" \
-    "SELECT count(*) FROM ev WHERE uid_from_text(uid_to_text(id, 'base62'), 'base62') = id"
 
 # functions of this backend's or the instance's state next to a parallel count: evaluated by the
 # leader while the Gather runs (parallel mode), never XX000
