@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 93_parallel — decoding in parallel plans: a parallel sequential scan over 1,000,000 ids per
 # decoding form (the server's layout, a custom named layout read from pg_idgen_layouts, built-in
-# layouts of other systems, snowflake_at/uid_compose with a layout, the text codes) counts the
+# layouts of other systems, snowflake_at/uid_compose with a layout) counts the
 # same as the same query without parallel workers, and the plan really was parallel (Gather,
 # workers launched). Also the functions that read the extension's tables or shared memory next to
 # a parallel count in the same statement (segment_status, snowflake_worker, uid_layouts,
