@@ -66,6 +66,7 @@ mod layouts;
 mod lease;
 mod lock;
 mod mask;
+mod migrate;
 mod monitor;
 mod segment;
 mod shmem;
@@ -87,6 +88,7 @@ pub extern "C-unwind" fn _PG_init() {
     // later, the decoding functions still work and the generators raise 55000 with a hint.
     // SAFETY: a flag PostgreSQL sets while it loads shared_preload_libraries.
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
+    errors::init();
     gucs::init(preloading);
     catalog::init(&[layouts::invalidate, worker::invalidate, segment::invalidate]);
     mask::init();
