@@ -40,7 +40,7 @@ pub(super) fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
 
 /// Makes everything inserted into WAL so far durable, and waits for synchronous standbys if any
 /// are configured, as a commit does.
-pub(super) fn flush_wal_and_wait_for_sync_standbys() {
+pub(crate) fn flush_wal_and_wait_for_sync_standbys() {
     // The reserved values are shared by every session: whether synchronous standbys confirm them
     // must not depend on the synchronous_commit of the session that happens to reserve. A weaker
     // setting (off, local, remote_write) is raised to `on` for the wait, in a GUC nest level of
