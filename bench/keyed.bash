@@ -83,10 +83,9 @@ SQL
     # 5c
     KEYED_INCREMENTS=$(q -c "SELECT sum(n) FROM counters")
     KEYED_SIZE1=$(q -c "SELECT pg_total_relation_size('counters')")
-    KEYED_STATE=$(q -c "SELECT pg_total_relation_size('pg_idgen_keyed_spaces') + sum(pg_relation_size(seq)) FROM pg_idgen_keyed_spaces GROUP BY 1 LIMIT 1")
+    KEYED_STATE=$(q -c "SELECT pg_total_relation_size('pg_idgen_keyed_spaces') + (SELECT sum(pg_relation_size(seq)) FROM pg_idgen_keyed_spaces)")
     KEYED_STATE_ROW=$(q -c "SELECT pg_column_size(s.*) FROM pg_idgen_keyed_spaces s WHERE space = 'bench_k'")
     KEYED_RAISES=$(q -c "SELECT raises FROM keyed_status WHERE space = 'bench_k'")
-    KEYED_CALLS=$(q -c "SELECT keyed_last('bench_k', 1)")
 }
 
 keyed_report() {
