@@ -19,6 +19,7 @@
 # each; and the seqsvr restart rule for all: after each event every value is above every value
 # handed out before it. Then
 # eviction alone: 100,000 keys three times round through the 1,000-entry cache, in one session.
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
