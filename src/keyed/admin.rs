@@ -20,6 +20,7 @@ const KEYED: Backed = Backed {
     drop: "keyed_drop",
     hint: "The backing sequence of a keyed space is created by keyed_create: pg_idgen_keyed_<n> in the extension's schema, one per space.",
     taken: "another keyed space uses it",
+    the: "the space",
 };
 
 fn require_superuser(what: &str) {

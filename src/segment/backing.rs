@@ -113,6 +113,8 @@ pub(crate) struct Backed {
     pub hint: &'static str,
     /// What "another one uses it" says.
     pub taken: &'static str,
+    /// "the tag", "the space"
+    pub the: &'static str,
 }
 
 pub(crate) const SEGMENT: Backed = Backed {
@@ -123,6 +125,7 @@ pub(crate) const SEGMENT: Backed = Backed {
     drop: "segment_drop",
     hint: "The backing sequence of a tag is created by segment_create: pg_idgen_seg_<n> in the extension's schema, one per tag.",
     taken: "another tag uses it",
+    the: "the tag",
 };
 
 fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::Oid, tag: &str) {
@@ -151,8 +154,9 @@ pub(crate) fn link_backing(
         let relkind = pg_sys::get_rel_relkind(seq);
         if relkind == 0 {
             pgrx::warning!(
-                "pg_idgen: the backing sequence (OID {}) of {what} \"{tag}\" does not exist; it cannot be used until it is dropped ({}) and created again above the values it handed out",
+                "pg_idgen: the backing sequence (OID {}) of {what} \"{tag}\" does not exist; {} cannot be used until it is dropped ({}) and created again above the values it handed out",
                 u32::from(seq),
+                b.the,
                 b.drop
             );
             return;
