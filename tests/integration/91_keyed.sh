@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # 91_keyed: keyed sequences under load and through every kind of failure. No value of a key is
 # ever handed out twice or below one handed out before.
+# First, values handed out in an open transaction (never committed, so no commit flushes the WAL)
+# survive kill -9 of its backend and an immediate stop: the bound raise's own flush did it.
 # Load: waves of 8 concurrent clients (one psql session each, COPY of keyed_next over
 # generate_series, every value recorded as wave, client, batch, row, key, value in call order):
 # hot keys 1..1000 and cold keys (one call each; wave 4 alone calls 1,000,000 distinct keys),
@@ -63,6 +65,8 @@ wait_rows() {
     return 1
 }
 wait_wave() { local p; for p in "${WAVE_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done; }
+# every client of wave W was cut off by the event (so the event came mid-load): an error each
+cut_off() { check "wave $1: the event cut every client off mid-load" "$(grep -lE 'server closed|terminating connection|connection to server|SSL SYSCALL|could not receive' "$TMP"/w"$1".c*.err 2>/dev/null | wc -l)" -eq 8; }
 # keep the complete rows of wave W (a killed session's last line may be cut)
 collect() { cat "$TMP"/w"$1".c*.out | awk -F'\t' 'NF == 6' >>"$OBS"; }
 wait_up() {
@@ -75,18 +79,45 @@ wait_up() {
 }
 restart() { "$CLUSTER" stop "$P" "$1" >/dev/null 2>&1 || true; cluster_start "$P" 28995 "${OPTS[@]}"; }
 
+# ---- values of an open transaction (no commit ever flushes their WAL): kill -9 of its backend,
+# immediate stop. Step 10: 200 bound raises, the sequence's WAL record rewritten every 32. Only
+# keyed_next's own flush makes the bound durable. ----
+q "$P" "SELECT keyed_create('dur', step => 10, section_size => 10)" >/dev/null
+open_tx() {
+    rm -f "$TMP/open.out"
+    "$CLUSTER" psql "$P" -At -c "BEGIN" -c "SELECT max(keyed_next('dur', 7)) FROM generate_series(1, 2000)" \
+        -c "SELECT pg_backend_pid()" -c "SELECT pg_sleep(600)" -c "COMMIT" >"$TMP/open.out" 2>/dev/null &
+    BG_PIDS+=($!)
+    local i
+    for i in $(seq 1 400); do
+        [ "$(grep -cE '^[0-9]+$' "$TMP/open.out" 2>/dev/null || true)" -ge 2 ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+open_tx
+before=$(sed -n 1p "$TMP/open.out"); kill -9 "$(sed -n 2p "$TMP/open.out")"
+wait_up "$P"
+check "open transaction, kill -9 of its backend: the key continues above" "$(q "$P" "SELECT keyed_next('dur', 7)")" -gt "$before"
+open_tx
+before=$(sed -n 1p "$TMP/open.out")
+"$CLUSTER" stop "$P" immediate >/dev/null 2>&1
+cluster_start "$P" 28995 "${OPTS[@]}"
+check "open transaction, immediate stop: the key continues above" "$(q "$P" "SELECT keyed_next('dur', 7)")" -gt "$before"
+
 # ---- wave 1: kill -9 of a backend mid-load ----
-wave "$P" 1 40 500
+wave "$P" 1 4000 500
 wait_rows 1 8000
 backends() { q "$P" "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"; }
 pid=$(backends | head -1)
 kill -9 "$pid"
 wait_wave; collect 1
+cut_off 1
 wait_up "$P"
-check "wave 1: the postmaster saw the backend killed" "$("$CLUSTER" log "$P" 300 | grep -c "terminated by signal 9" || true)" -ge 1
+check "wave 1: the postmaster saw backend $pid killed" "$("$CLUSTER" log "$P" 300 | grep -c "(PID $pid) was terminated by signal 9" || true)" -ge 1
 
 # ---- wave 2: kill -9 of the postmaster mid-load ----
-wave "$P" 2 40 500
+wave "$P" 2 4000 500
 wait_rows 2 8000
 pids=$(backends)
 kill -9 "$(head -1 "$("$CLUSTER" pgdata "$P")/postmaster.pid")"
@@ -94,6 +125,7 @@ kill -9 "$(head -1 "$("$CLUSTER" pgdata "$P")/postmaster.pid")"
 # refuses to start while they attach the old shared memory)
 for pid in $pids; do kill -9 "$pid" 2>/dev/null || true; done
 wait_wave; collect 2
+cut_off 2
 "$CLUSTER" stop "$P" immediate >/dev/null 2>&1 || true
 for i in $(seq 1 100); do
     cluster_start "$P" 28995 "${OPTS[@]}" >/dev/null 2>&1 && break
@@ -102,10 +134,11 @@ done
 wait_up "$P"
 
 # ---- wave 3: immediate stop mid-load ----
-wave "$P" 3 40 500
+wave "$P" 3 4000 500
 wait_rows 3 8000
 "$CLUSTER" stop "$P" immediate >/dev/null 2>&1
 wait_wave; collect 3
+cut_off 3
 cluster_start "$P" 28995 "${OPTS[@]}"
 
 # ---- wave 4: 8 clients to the end, 1,000,000 distinct cold keys, then a clean restart ----
@@ -126,10 +159,11 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 check "wave 5: the standby is synchronous" "$(q "$P" "SELECT string_agg(sync_state, ',') FROM pg_stat_replication")" == "sync"
-wave "$P" 5 40 500
+wave "$P" 5 4000 500
 wait_rows 5 8000
 "$CLUSTER" stop "$P" immediate >/dev/null 2>&1
 wait_wave; collect 5
+cut_off 5
 q "$S" "SELECT pg_promote(true, 60)" >/dev/null
 check "the standby is promoted" "$(q "$S" "SELECT pg_is_in_recovery()")" == "f"
 wave "$S" 6 5 2000
