@@ -368,7 +368,8 @@ fn define_keyed_cache_size() {
     let raw = unsafe { pg_sys::GetConfigOption(c"pg_idgen.keyed_cache_size".as_ptr(), true, false) };
     if !raw.is_null() {
         let text = unsafe { CStr::from_ptr(raw) }.to_string_lossy().into_owned();
-        if !matches!(text.trim().parse::<i64>(), Ok(v) if (KEYED_CACHE_MIN as i64..=KEYED_CACHE_MAX as i64).contains(&v)) {
+        if !matches!(text.trim().parse::<i64>(), Ok(v) if (KEYED_CACHE_MIN as i64..=KEYED_CACHE_MAX as i64).contains(&v))
+        {
             raise(
                 Code::ERRCODE_INVALID_PARAMETER_VALUE,
                 format!("invalid value for pg_idgen.keyed_cache_size: \"{text}\""),

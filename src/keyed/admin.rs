@@ -34,7 +34,11 @@ fn require_superuser(what: &str) {
     }
     // SAFETY: a flag of this backend.
     if unsafe { pg_sys::RecoveryInProgress() } {
-        raise(Code::ERRCODE_READ_ONLY_SQL_TRANSACTION, format!("cannot {what} on a standby server"), Some("Run it on the primary."));
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            format!("cannot {what} on a standby server"),
+            Some("Run it on the primary."),
+        );
     }
 }
 
@@ -45,7 +49,11 @@ fn spi_failed(what: &str, e: pgrx::spi::Error) -> ! {
 /// Creates a keyed space: counters per bigint key, their bound raised `step` values at a time,
 /// keys grouped `section_size` consecutive keys to a section (superuser only).
 #[pg_extern(volatile, parallel_unsafe)]
-fn keyed_create(space: Option<&str>, step: default!(Option<i32>, 1000), section_size: default!(Option<i32>, 1000)) {
+fn keyed_create(
+    space: Option<&str>,
+    step: default!(Option<i32>, 1000),
+    section_size: default!(Option<i32>, 1000),
+) {
     let space = required(space, "space");
     let step = required(step, "step") as i64;
     let section_size = required(section_size, "section_size") as i64;
@@ -134,7 +142,8 @@ fn keyed_drop(space: Option<&str>) {
     .unwrap_or_else(|e| spi_failed("delete the keyed space", e));
     let Some(seq) = seq else { unknown_space(space) };
     if let Some(name) = qualified_relation_name(seq) {
-        Spi::run(&format!("DROP SEQUENCE {name}")).unwrap_or_else(|e| spi_failed("drop the backing sequence", e));
+        Spi::run(&format!("DROP SEQUENCE {name}"))
+            .unwrap_or_else(|e| spi_failed("drop the backing sequence", e));
     }
     let db = my_db();
     release(db, space);
@@ -189,7 +198,14 @@ pub unsafe extern "C-unwind" fn pg_idgen_keyed_link(fcinfo: pg_sys::FunctionCall
             pgrx::text_to_rust_str(t.cast_mut_ptr()).unwrap_or("?").to_owned()
         };
         if !isnull {
-            link_backing(&KEYED, table, (*(*rel).rd_rel).relowner, attnum, pg_sys::Oid::from(d.value() as u32), &name);
+            link_backing(
+                &KEYED,
+                table,
+                (*(*rel).rd_rel).relowner,
+                attnum,
+                pg_sys::Oid::from(d.value() as u32),
+                &name,
+            );
         }
         if !name.is_empty() {
             let db = my_db();

@@ -3,20 +3,20 @@
 
 use std::sync::atomic::Ordering;
 
-use pg_idgen_core::keyed::{choose_victim, partition_of, section_of, set_of, take, validate_count, Take, Way};
+use pg_idgen_core::keyed::{
+    choose_victim, partition_of, section_of, set_of, take, validate_count, Take, Way,
+};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::space::{check_writable, raise_bound, resolve, validate_name, Resolved};
 use super::table::{
-    sets, set_slots, slot_live, space, tick, Held, Slot, KIND_KEY, KIND_SECTION, PARTITIONS, WAYS,
+    set_slots, sets, slot_live, space, tick, Held, Slot, KIND_KEY, KIND_SECTION, PARTITIONS, WAYS,
 };
 use crate::errors::{raise, Code};
 
 fn find(slots: &[Slot], kind: u8, res: &Resolved, id: i64) -> Option<usize> {
-    slots
-        .iter()
-        .position(|s| s.kind == kind && s.gen == res.gen && s.space as usize == res.idx && s.id == id)
+    slots.iter().position(|s| s.kind == kind && s.gen == res.gen && s.space as usize == res.idx && s.id == id)
 }
 
 /// Under partition `part`'s lock: the index in `set` of a new slot, after moving whatever it
@@ -81,8 +81,15 @@ fn key_slot(part: usize, res: &Resolved, key: i64, sec: i64) -> (usize, usize) {
         }
     };
     let w = make_room(part, kset);
-    set_slots(part, kset)[w] =
-        Slot { kind: KIND_KEY, space: res.idx as u32, gen: res.gen, id: key, sec, val: floor, tick: tick(part) };
+    set_slots(part, kset)[w] = Slot {
+        kind: KIND_KEY,
+        space: res.idx as u32,
+        gen: res.gen,
+        id: key,
+        sec,
+        val: floor,
+        tick: tick(part),
+    };
     (kset, w)
 }
 
@@ -236,10 +243,9 @@ pub unsafe extern "C-unwind" fn pg_idgen_keyed_last(fcinfo: pg_sys::FunctionCall
 
 /// Per space of this database in shared memory: its bound, floor and raises since start.
 #[pg_extern(volatile, parallel_restricted)]
-fn keyed_status_shmem() -> TableIterator<
-    'static,
-    (name!(space, String), name!(bound, i64), name!(floor, i64), name!(raises, i64)),
-> {
+fn keyed_status_shmem(
+) -> TableIterator<'static, (name!(space, String), name!(bound, i64), name!(floor, i64), name!(raises, i64))>
+{
     use super::table::{MAX_NAME_BYTES, MAX_SPACES};
     // copied under the lock into memory allocated before it, converted after
     let mut raw = vec![(false, [0u8; MAX_NAME_BYTES], 0usize, 0i64, 0i64, 0i64); MAX_SPACES];

@@ -263,7 +263,8 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, need: i64) {
     // SAFETY: a heavyweight lock by OID, released below or by abort.
     unsafe { pg_sys::LockRelationOid(res.seqoid, mode) };
     // SAFETY: a syscache probe by OID.
-    let exists = unsafe { pg_sys::get_rel_relkind(res.seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
+    let exists =
+        unsafe { pg_sys::get_rel_relkind(res.seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
     if !exists {
         missing_sequence(name);
     }

@@ -148,7 +148,10 @@ pub(crate) fn link_backing(
             raise(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 format!("permission denied to add {what} \"{tag}\""),
-                Some(&format!("They are made by {} (superusers); their rows are restored by a superuser.", b.create)),
+                Some(&format!(
+                    "They are made by {} (superusers); their rows are restored by a superuser.",
+                    b.create
+                )),
             );
         }
         let relkind = pg_sys::get_rel_relkind(seq);
@@ -234,9 +237,5 @@ pub(crate) fn link_backing(
 }
 
 fn link_failed(seq: &str, what: &str, e: pgrx::spi::Error) -> ! {
-    raise(
-        Code::ERRCODE_INTERNAL_ERROR,
-        format!("pg_idgen could not link {seq} to its {what}: {e}"),
-        None,
-    )
+    raise(Code::ERRCODE_INTERNAL_ERROR, format!("pg_idgen could not link {seq} to its {what}: {e}"), None)
 }
