@@ -32,6 +32,8 @@
 //! * [`segment`] — segment sequences (`segment_next()` & co);
 //! * [`keyed`] — keyed sequences (`keyed_next(space, key)` & co): a counter per bigint key;
 //! * [`mask`] — opaque public ids: `uid_mask`/`uid_unmask` (FF1), mask keys, text codes;
+//! * [`monitor`] — the monitor worker's warnings ahead of time, and the worker-slot count of the
+//!   `pg_idgen_metrics` view;
 //! * [`sql`] — the hand-written SQL in `sql/`, in install-script order; [`tables`] — reading the
 //!   extension's tables and sequences by OID, without SQL;
 //! * [`compat`] — C symbols that released versions' SQL names (kept until nothing can use them).
@@ -67,6 +69,7 @@ mod layouts;
 mod lease;
 mod lock;
 mod mask;
+mod monitor;
 mod segment;
 mod shmem;
 mod snowflake;
@@ -94,6 +97,7 @@ pub extern "C-unwind" fn _PG_init() {
         hooks::init();
         wal::init();
         lease::init();
+        monitor::register();
     }
 }
 

@@ -56,3 +56,8 @@ extension_sql_file!(
     requires = [keyed::admin::keyed_create, keyed::admin::keyed_drop, keyed::next::keyed_status_shmem]
 );
 extension_sql_file!("../sql/migrate.sql", name = "migrate", requires = ["segment"]);
+extension_sql_file!(
+    "../sql/monitor.sql",
+    name = "monitor",
+    requires = ["snowflake", "segment", "lease", decode::snowflake_layout, monitor::pg_idgen_worker_slots]
+);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# 91_keyed: keyed sequences under load and through every kind of failure. No value of a key is
-# ever handed out twice or below one handed out before.
+# 93_keyed: keyed sequences under load and through every kind of failure. No value of a key is
+# ever handed out twice or below one handed out before. Ports 29038-29039 (below 29041: the
+# parallel lanes add 100).
 # First, values handed out in an open transaction (never committed, so no commit flushes the WAL)
 # survive kill -9 of its backend and an immediate stop: the bound raise's own flush did it.
 # Load: waves of 8 concurrent clients (one psql session each, COPY of keyed_next over
@@ -28,7 +29,7 @@ set -euo pipefail
 P=it_keyed
 S=it_keyed_stby
 OPTS=(-c wal_writer_delay=10000 -c checkpoint_timeout=3600 -c pg_idgen.keyed_cache_size=1000 -c max_connections=40)
-cluster_start "$P" 28995 "${OPTS[@]}"
+cluster_start "$P" 29038 "${OPTS[@]}"
 q "$P" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
       "SELECT keyed_create('ks', step => 1000, section_size => 1000)" >/dev/null
 OBS=$TMP/obs.tsv
@@ -77,7 +78,7 @@ wait_up() {
     done
     return 1
 }
-restart() { "$CLUSTER" stop "$P" "$1" >/dev/null 2>&1 || true; cluster_start "$P" 28995 "${OPTS[@]}"; }
+restart() { "$CLUSTER" stop "$P" "$1" >/dev/null 2>&1 || true; cluster_start "$P" 29038 "${OPTS[@]}"; }
 
 # ---- values of an open transaction (no commit ever flushes their WAL): kill -9 of its backend,
 # immediate stop. Step 10: 200 bound raises, the sequence's WAL record rewritten every 32. Only
@@ -102,7 +103,7 @@ check "open transaction, kill -9 of its backend: the key continues above" "$(q "
 open_tx
 before=$(sed -n 1p "$TMP/open.out")
 "$CLUSTER" stop "$P" immediate >/dev/null 2>&1
-cluster_start "$P" 28995 "${OPTS[@]}"
+cluster_start "$P" 29038 "${OPTS[@]}"
 check "open transaction, immediate stop: the key continues above" "$(q "$P" "SELECT keyed_next('dur', 7)")" -gt "$before"
 
 # ---- wave 1: kill -9 of a backend mid-load ----
@@ -128,7 +129,7 @@ wait_wave; collect 2
 cut_off 2
 "$CLUSTER" stop "$P" immediate >/dev/null 2>&1 || true
 for i in $(seq 1 100); do
-    cluster_start "$P" 28995 "${OPTS[@]}" >/dev/null 2>&1 && break
+    cluster_start "$P" 29038 "${OPTS[@]}" >/dev/null 2>&1 && break
     sleep 0.2
 done
 wait_up "$P"
@@ -139,7 +140,7 @@ wait_rows 3 8000
 "$CLUSTER" stop "$P" immediate >/dev/null 2>&1
 wait_wave; collect 3
 cut_off 3
-cluster_start "$P" 28995 "${OPTS[@]}"
+cluster_start "$P" 29038 "${OPTS[@]}"
 
 # ---- wave 4: 8 clients to the end, 1,000,000 distinct cold keys, then a clean restart ----
 t0=$(date +%s.%N)
@@ -152,7 +153,7 @@ log "wave 4: bound raises since the last start: $raises"
 restart fast
 
 # ---- wave 5: synchronous standby, primary stopped immediately mid-load, standby promoted ----
-standby_start "$S" "$P" 28996
+standby_start "$S" "$P" 29039
 q "$P" "ALTER SYSTEM SET synchronous_standby_names = '*'" "SELECT pg_reload_conf()" >/dev/null
 for _ in $(seq 1 100); do
     [ "$(q "$P" "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'")" = 1 ] && break
