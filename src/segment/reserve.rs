@@ -40,18 +40,20 @@ pub(super) fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
 
 /// Makes everything inserted into WAL so far durable, and waits for synchronous standbys if any
 /// are configured, as a commit does (`syncrep::wait`).
-pub(super) fn flush_wal_and_wait_for_sync_standbys() {
+pub(crate) fn flush_wal_and_wait_for_sync_standbys() {
+    flush_wal_and_wait_for_sync_standbys_for("a segment reservation")
+}
+
+/// As [`flush_wal_and_wait_for_sync_standbys`]; `what` names what is being confirmed in the
+/// message of a cancelled wait.
+pub(crate) fn flush_wal_and_wait_for_sync_standbys_for(what: &str) {
     let upto;
     // SAFETY: XLogFlush raises an ERROR on failure.
     unsafe {
         upto = flushable(pg_sys::GetXLogInsertRecPtr());
         pg_sys::XLogFlush(upto);
     }
-    crate::syncrep::wait(
-        upto,
-        "a segment reservation",
-        "The values reserved are skipped (a gap); they were not handed out.",
-    );
+    crate::syncrep::wait(upto, what, "The values reserved are skipped (a gap); they were not handed out.");
 }
 
 /// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with

@@ -155,6 +155,6 @@ scenario() {
     fi
 }
 
-scenario async it_lag_p it_lag_s 29033 0
+scenario async it_lag_p it_lag_s 29018 0
 scenario sync it_lsync_p it_lsync_s 29035 1
 finish
