@@ -6,7 +6,7 @@
 #   Several:       core once (it does not depend on PostgreSQL), then pgrx, regress, integration
 #                  and clients on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
 #                  (default 15 -> 18) when both are in the list.
-#   Env: MATRIX_LAYERS="core pgrx regress integration clients extupdate package upgrade" restricts the layers;
+#   Env: MATRIX_LAYERS="core pgrx regress integration clients ha extupdate package upgrade" restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
 #        CLIENT_MAJORS="15 18" the majors the client libraries run against ("all": every one; one
 #          major given alone always runs them): what they test is the wire protocol and the
@@ -26,6 +26,8 @@
 #   integration  tests/integration/*.sh, same install           (make test-integration PG=NN)
 #   clients      tests/clients/run.sh, same install: psycopg, asyncpg, SQLAlchemy, Django,
 #                node-postgres, pgjdbc                          (make test-clients PG=NN)
+#   ha           tests/ha/run.sh, same install, PostgreSQL 15 only: a Patroni group (etcd, three
+#                nodes) failing over under load, every value handed out recorded (make test-ha)
 #   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0 (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
@@ -42,7 +44,7 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 [ $# -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 MAJORS=("$@")
-LAYERS=${MATRIX_LAYERS:-core pgrx regress integration clients extupdate package upgrade}
+LAYERS=${MATRIX_LAYERS:-core pgrx regress integration clients ha extupdate package upgrade}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-15 18}
 RELEASE_PACKAGE_MAJORS=${RELEASE_PACKAGE_MAJORS:-15}
@@ -114,6 +116,15 @@ clients_counts() {   # clients passed / run, checks, ids compared, and SKIP line
     [[ $line =~ SKIP:\ (.*)$ ]] && printf ", SKIP: %s" "${BASH_REMATCH[1]}"
     return 0
 }
+ha_counts() {   # checks, values recorded and faults of tests/ha/run.sh
+    local line; line=$(grep -E '^\[ha\] (PASS|FAIL):' "$1" | tail -1)
+    local v f; v=$(grep -Eo '[0-9]+ values recorded' "$1" | awk '{ s += $1 } END { print s + 0 }')
+    f=$(grep -Ec '^\[ha\] (kill|switchover): ' "$1")
+    if [[ $line =~ all\ ([0-9]+)\ checks ]]; then printf "%s checks" "${BASH_REMATCH[1]}"
+    elif [[ $line =~ ([0-9]+)\ of\ ([0-9]+)\ checks\ failed ]]; then printf "%s/%s checks" "$((BASH_REMATCH[2] - BASH_REMATCH[1]))" "${BASH_REMATCH[2]}"
+    else printf "? checks"; fi
+    printf ", %d faults, %d values recorded" "$f" "$v"
+}
 checks_count() {  # "N checks" of the lib.bash test scripts of one log (their sum)
     local n; n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | grep -Eo '[0-9]+' | awk '{ s += $1 } END { if (NR) print s }')
     echo "${n:-?} checks"
@@ -175,7 +186,7 @@ for m in "${MAJORS[@]}"; do
         run_layer "$m" pgrx make --no-print-directory test-pgrx PG="$m"
         line+="pg_test $(pgrx_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS) with its build)  "
     fi
-    if has_layer regress || has_layer integration || has_layer clients; then
+    if has_layer regress || has_layer integration || has_layer clients || { has_layer ha && [ "$m" = 15 ]; }; then
         # after the pgrx layer, which installs its own test build into the same PostgreSQL
         run_layer "$m" install make --no-print-directory install-test PG="$m"
         build=$LAST_SECS
@@ -195,6 +206,10 @@ for m in "${MAJORS[@]}"; do
             if has_layer clients && { [ ${#MAJORS[@]} = 1 ] || [[ " $CLIENT_MAJORS " == *" $m "* || $CLIENT_MAJORS == all ]]; }; then
                 run_layer "$m" clients env PG="$m" PG_CONFIG= tests/clients/run.sh
                 line+="clients $(clients_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+            fi
+            if has_layer ha && [ "$m" = 15 ]; then
+                run_layer "$m" ha env PG="$m" PG_CONFIG= tests/ha/run.sh
+                line+="ha (Patroni) $(ha_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
         fi
     fi

@@ -8,9 +8,12 @@
 # string with target_session_attrs=read-write, 2 calling `SELECT snowflake_next(),
 # segment_next('ha_sel')` alone; reconnecting after every error). Faults, each under load:
 #   phase sync   (synchronous_mode: true)  the leader killed (Patroni and postmaster, kill -9)
-#                three times in a row while the standbys' WAL receivers are stopped (SIGSTOP:
-#                the standbys lag), each old leader rejoining (pg_rewind when its timeline
-#                diverged); then a patronictl switchover
+#                three times in a row with lagging standbys, each old leader rejoining (pg_rewind
+#                when its timeline diverged); then a patronictl switchover. Lagging: the standbys'
+#                WAL receivers are stopped (SIGSTOP) while the leader hands out 600 more values,
+#                and killed with the leader, so the WAL in flight never reaches them (a network
+#                hiccup, then the primary gone; a receiver that was only paused would read the
+#                kernel's socket buffer after SIGCONT and miss nothing)
 #   phase async  (synchronous_mode: false, same group) the same faults
 #   phase lease  (lease_mode = fixed, the registry outside the group; asynchronous) a lagging
 #                kill, the rejoin, a switchover
@@ -81,7 +84,8 @@ stop_load() {
     LOAD_PID=
 }
 
-# the standbys' WAL receivers: stop them, let the leader run ahead, kill it, let them go on
+# the standbys' WAL receivers: stop them, let the leader run ahead, kill it and them (each standby's
+# postmaster restarts its processes and replays what reached its disk; Patroni then promotes one)
 lagging_kill() {   # lagging_kill GROUP
     local g=$1 old new t0 seen pids=() n mp
     old=$("$HA" leader --name "$g")
@@ -93,10 +97,10 @@ lagging_kill() {   # lagging_kill GROUP
     [ ${#pids[@]} -gt 0 ] || ko "no WAL receiver found on the standbys of $old"
     kill -STOP "${pids[@]}" 2>/dev/null || true
     MARK=$(progress 1)
-    wait_until 60 "400 values from $old while the standbys lag" more_values 400 || true
+    wait_until 60 "600 values from $old while the standbys lag" more_values 600 || true
     t0=$(now)
     kill -KILL "$("$HA" patroni-pid --name "$g" "$old")" "$("$HA" pid --name "$g" "$old")" 2>/dev/null || true
-    kill -CONT "${pids[@]}" 2>/dev/null || true
+    kill -KILL "${pids[@]}" 2>/dev/null || true
     after_fault "$g" kill "$old" "$t0"
 }
 switchover() {   # switchover GROUP
