@@ -7,6 +7,7 @@
 //! | `pg_idgen.max_drift_ms` | int ms | 1000 | sighup |
 //! | `pg_idgen.max_wait_ms` | int ms | 100 | user |
 //! | `pg_idgen.reserve_ms` | int ms | 1000 | sighup |
+//! | `pg_idgen.clock_skew_ms` | int ms, 0–600000 | 250 | sighup |
 //! | `pg_idgen.sequence_start` | enum | `vibrate` | user |
 //! | `pg_idgen.max_segments` | int | 256 | postmaster |
 //! | `pg_idgen.lease_mode` | enum off/fixed/auto | off | postmaster |
@@ -38,6 +39,7 @@ pub static WORKER_ID: GucSetting<i32> = GucSetting::<i32>::new(-1);
 pub static MAX_DRIFT_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static RESERVE_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
+pub static CLOCK_SKEW_MS: GucSetting<i32> = GucSetting::<i32>::new(250);
 pub static MAX_SEGMENTS: GucSetting<i32> = GucSetting::<i32>::new(256);
 pub const MAX_SEGMENTS_LIMIT: i32 = 1_000_000;
 pub static SEQUENCE_START: GucSetting<StartSetting> = GucSetting::<StartSetting>::new(StartSetting::Vibrate);
@@ -150,6 +152,17 @@ pub fn lease_max_worker() -> i64 {
 /// wait under a second whatever the two settings are.
 pub fn reserve_window_ms() -> i64 {
     (read_int(&RESERVE_MS) as i64).min(read_int(&MAX_DRIFT_MS) as i64 + 1000)
+}
+
+/// `pg_idgen.max_drift_ms`.
+pub fn max_drift_ms() -> i64 {
+    read_int(&MAX_DRIFT_MS) as i64
+}
+
+/// `pg_idgen.clock_skew_ms`: the largest difference between the system clocks of the servers
+/// of one replication group that the promotion floor allows for.
+pub fn clock_skew_ms() -> i64 {
+    read_int(&CLOCK_SKEW_MS) as i64
 }
 
 pub fn policy() -> pg_idgen_core::Policy {
@@ -451,6 +464,16 @@ pub fn init(preloading: bool) {
         c"Ids are only issued inside a time window persisted (fsync'd) beforehand, so that after a crash or a restart with the clock set back no id is issued twice. Larger values mean fewer writes.",
         &RESERVE_MS,
         10,
+        600_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_idgen.clock_skew_ms",
+        c"Largest difference between the system clocks of the primary and its standbys, in milliseconds.",
+        c"After recovery (a promotion, crash recovery) snowflake ids continue above the clock plus the largest lead the old primary may have had plus this allowance; the first ids wait up to this long for the clock.",
+        &CLOCK_SKEW_MS,
+        0,
         600_000,
         GucContext::Sighup,
         GucFlags::UNIT_MS,

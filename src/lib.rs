@@ -69,6 +69,7 @@ mod shmem;
 mod snowflake;
 mod sql;
 mod state_file;
+mod syncrep;
 mod tables;
 mod wal;
 mod worker;
