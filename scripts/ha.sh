@@ -350,7 +350,7 @@ cmd_status() {
     if alive "$(etcd_pid)"; then echo "etcd: running (127.0.0.1:$BASE_PORT)"; else echo "etcd: stopped"; fi
     [ "$LEASE" = 1 ] && { "$CLUSTER" status "$(REG_NAME)" || true; }
     ctl list 2>/dev/null || true
-    healthy
+    healthy || return 3
 }
 
 # kill -9 the leader's Patroni and postmaster (its children exit on their own), wait for a new
