@@ -6,7 +6,7 @@
 #   Several:       core once (it does not depend on PostgreSQL), then pgrx, regress, integration
 #                  and clients on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
 #                  (default 15 -> 18) when both are in the list.
-#   Env: MATRIX_LAYERS="core rules pgrx regress integration clients monitoring extupdate package upgrade"
+#   Env: MATRIX_LAYERS="core rules pgrx regress integration clients monitoring ha extupdate package upgrade"
 #        restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
 #        CLIENT_MAJORS="15 18" the majors the client libraries run against ("all": every one; one
@@ -32,6 +32,8 @@
 #                node-postgres, pgjdbc                          (make test-clients PG=NN)
 #   monitoring   postgres_exporter + prometheus/queries.yaml scraping a cluster, same install
 #                (tests/monitoring/exporter.sh; make test-monitoring PG=NN; MONITORING_MAJORS)
+#   ha           tests/ha/run.sh, same install, PostgreSQL 15 only: a Patroni group (etcd, three
+#                nodes) failing over under load, every value handed out recorded (make test-ha)
 #   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0 (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
@@ -48,7 +50,7 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 [ $# -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 MAJORS=("$@")
-LAYERS=${MATRIX_LAYERS:-core rules pgrx regress integration clients monitoring extupdate package upgrade}
+LAYERS=${MATRIX_LAYERS:-core rules pgrx regress integration clients monitoring ha extupdate package upgrade}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-15 18}
 RELEASE_PACKAGE_MAJORS=${RELEASE_PACKAGE_MAJORS:-15}
@@ -122,6 +124,15 @@ clients_counts() {   # clients passed / run, checks, ids compared, and SKIP line
     [[ $line =~ SKIP:\ (.*)$ ]] && printf ", SKIP: %s" "${BASH_REMATCH[1]}"
     return 0
 }
+ha_counts() {   # checks, values recorded and faults of tests/ha/run.sh
+    local line; line=$(grep -E '^\[ha\] (PASS|FAIL):' "$1" | tail -1)
+    local v f; v=$(grep -Eo '[0-9]+ values recorded' "$1" | awk '{ s += $1 } END { print s + 0 }')
+    f=$(grep -Ec '^\[ha\] (kill|switchover): ' "$1")
+    if [[ $line =~ all\ ([0-9]+)\ checks ]]; then printf "%s checks" "${BASH_REMATCH[1]}"
+    elif [[ $line =~ ([0-9]+)\ of\ ([0-9]+)\ checks\ failed ]]; then printf "%s/%s checks" "$((BASH_REMATCH[2] - BASH_REMATCH[1]))" "${BASH_REMATCH[2]}"
+    else printf "? checks"; fi
+    printf ", %d faults, %d values recorded" "$f" "$v"
+}
 checks_count() {  # "N checks" of the lib.bash test scripts of one log (their sum)
     local n; n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | grep -Eo '[0-9]+' | awk '{ s += $1 } END { if (NR) print s }')
     echo "${n:-?} checks"
@@ -192,7 +203,7 @@ for m in "${MAJORS[@]}"; do
     fi
     monitoring=0
     if has_layer monitoring && [[ " $MONITORING_MAJORS " == *" $m "* ]]; then monitoring=1; fi
-    if has_layer regress || has_layer integration || has_layer clients || [ $monitoring = 1 ]; then
+    if has_layer regress || has_layer integration || has_layer clients || [ $monitoring = 1 ] || { has_layer ha && [ "$m" = 15 ]; }; then
         # after the pgrx layer, which installs its own test build into the same PostgreSQL
         run_layer "$m" install make --no-print-directory install-test PG="$m"
         build=$LAST_SECS
@@ -216,6 +227,10 @@ for m in "${MAJORS[@]}"; do
             if [ $monitoring = 1 ]; then
                 run_layer "$m" monitoring env PG="$m" PG_CONFIG= scripts/run-integration.sh tests/monitoring/exporter.sh
                 line+="postgres_exporter $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+            fi
+            if has_layer ha && [ "$m" = 15 ]; then
+                run_layer "$m" ha env PG="$m" PG_CONFIG= tests/ha/run.sh
+                line+="ha (Patroni) $(ha_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
         fi
     fi
