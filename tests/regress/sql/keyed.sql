@@ -75,10 +75,11 @@ SELECT keyed_drop('edge');
 SELECT proname, proparallel, provolatile, proisstrict FROM pg_proc
 WHERE proname IN ('keyed_next', 'keyed_last', 'keyed_create', 'keyed_drop') ORDER BY proname, pronargs;
 CREATE TABLE keyed_keys AS SELECT g AS k FROM generate_series(1, 20) g;
-SET debug_parallel_query = on;
+-- debug_parallel_query (force_parallel_mode on 15)
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000 THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'on', false) AS parallel_forced;
 SELECT count(*) AS n, bool_and(v > 0) AS positive FROM (SELECT keyed_next('conv', k) AS v FROM keyed_keys) s;
 SELECT count(*) AS n, bool_and(v >= 0) AS read FROM (SELECT keyed_last('conv', k) AS v FROM keyed_keys) s;
-RESET debug_parallel_query;
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000 THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'off', false) AS parallel_forced;
 -- ordinary roles: may call keyed_next/keyed_last, not create or drop
 CREATE ROLE regress_keyed_mallory LOGIN NOSUPERUSER;
 CREATE SCHEMA keyed_mallory AUTHORIZATION regress_keyed_mallory;
