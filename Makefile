@@ -13,6 +13,7 @@
 #                          integration + clients on 16, 17 and 18, then pg_upgrade 15 -> 18; a
 #                          summary line per major at the end
 #   make test PG=17        one major, every layer
+#   make test-docs         every relative link and #anchor of README.md and docs/ resolves (offline)
 #   make test-core | test-pgrx | test-regress | test-integration | test-clients [PG=NN]   one layer
 #                          (test-clients: psycopg, asyncpg, SQLAlchemy, Django, node-postgres and
 #                          pgjdbc against a cluster of that major; tests/clients/run.sh)
@@ -67,7 +68,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 # the layers share each major's install dir (pgrx test installs a test build there): never in parallel
 .NOTPARALLEL:
 
-.PHONY: deps build install install-test run psql stop test test-matrix test-core test-pgrx \
+.PHONY: deps build install install-test run psql stop test test-matrix test-docs test-core test-pgrx \
         test-regress test-integration test-clients test-upgrade test-extension-update test-package \
         test-assert bench pgenv package clean clean-servers
 
@@ -131,6 +132,11 @@ stop:
 # <rundir>/test-logs/, and one summary line per major at the end; non-zero if anything failed.
 test:
 	scripts/test-matrix.sh $(TEST_MAJORS)
+
+# scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors
+test-docs:
+	@echo "=== documentation links: scripts/check-links.py README.md docs ==="
+	python3 scripts/check-links.py README.md docs
 
 test-core:
 	@echo "=== pure Rust: cargo test -p pg_idgen_core ==="

@@ -1,7 +1,7 @@
 //! Catalog helpers shared by every module: where the extension's tables are, how the extension's
 //! own SQL runs, and the recovery checks of catalog writers.
 //!
-//! Security rules for every statement the extension runs (see README, "Security"):
+//! Security rules for every statement the extension runs (see docs/security.md):
 //!
 //! * The extension's schema is found by OID in Rust ([`extension_schema`]): a scan of
 //!   `pg_extension` through its OID index and `get_namespace_name`, quoted with

@@ -5,7 +5,7 @@
 //! function's symbol exists in the new library) before anyone can run that update. So a symbol
 //! that a released version's SQL declares must stay, with the same calling convention: here, as
 //! a shim. (Functions that read the extension's tables refuse to work with an older version's
-//! objects anyway: `catalog::check_sql_version`.) The rule for releases is in the README,
+//! objects anyway: `catalog::check_sql_version`.) The rule for releases is in docs/contributing.md,
 //! "Releasing". Kept elsewhere, next to their successors because they share their code: 0.1.0's
 //! set-returning `uid_decode` forms (`decode.rs`, `sql = false`: symbols `uid_decode_wrapper`
 //! and `uid_decode_layout_wrapper`).

@@ -154,7 +154,7 @@ crate::pg_function_info_v1!(pg_finfo_pg_idgen_uid_decode);
 /// (ms precision), worker id and sequence (and the halves of a split worker field).
 /// IMMUTABLE although it reads `pg_idgen.layout`: that setting is fixed while the server runs
 /// and a change is refused until `snowflake_accept_layout()`, which warns about every index that
-/// depends on these functions (see README, "Volatility"). Declared in `sql/decode.sql`.
+/// depends on these functions (see docs/guarantees.md, "Volatility"). Declared in `sql/decode.sql`.
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn pg_idgen_uid_decode(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {

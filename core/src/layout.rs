@@ -138,7 +138,7 @@ pub const DEFAULT_EPOCH_MS: i64 = 1_767_225_600_000;
 /// The largest integer a JavaScript number (an IEEE 754 double) holds exactly: 2^53 − 1.
 pub const JS_MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
-/// Names of every built-in layout, in the order the README lists them.
+/// Names of every built-in layout, in the order docs/snowflake-ids.md lists them.
 pub const NAMED_LAYOUTS: &[&str] = &[
     "default",
     "twitter",
@@ -840,7 +840,7 @@ mod tests {
         assert_eq!(Layout::parse(&l.canonical()).unwrap().canonical(), l.canonical());
         // 1,024 ids per 10 ms per worker: 102,400 ids/s.
         assert_eq!((l.max_sequence() + 1) * 1000 / l.unit_ms as u64, 102_400);
-        // sequence_start = vibrate: 16 start values (README: id % 2^n balanced for n <= 4)
+        // sequence_start = vibrate: 16 start values (docs/snowflake-ids.md: id % 2^n balanced for n <= 4)
         assert_eq!(crate::generator::spread(l.sequence_bits), 16);
     }
 

@@ -217,7 +217,7 @@ fn refuse(
         ),
         State::Misconfigured | State::Exhausted => (
             format!("pg_idgen cannot generate: {info}"),
-            "Fix the pg_idgen lease settings (README \"Worker ids for a fleet\") and reload.",
+            "Fix the pg_idgen lease settings (documentation: docs/worker-ids.md, \"Leased worker ids\") and reload.",
         ),
     };
     let detail = (!info.is_empty()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 90_lease_registry_failover — a highly available registry (README "A highly available
+# 90_lease_registry_failover — a highly available registry (docs/high-availability.md, "A highly available
 # registry"): a primary with a synchronous standby, the node's pg_idgen.registry naming both
 # (host=127.0.0.1,127.0.0.1 port=P1,P2 target_session_attrs=read-write). Three clusters on ports
 # 29030-29032 (+ IT_PORT_OFFSET): RP the registry primary, RS its synchronous standby, N in fixed mode.
