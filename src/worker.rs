@@ -1,4 +1,4 @@
-//! The worker id (SPEC §5): `pg_idgen.worker_id` if set, else this database's row in the
+//! The worker id: `pg_idgen.worker_id` if set, else this database's row in the
 //! extension table `pg_idgen_worker`, else an error — never a silent 0.
 //!
 //! The row records the cluster's `system_identifier`: a database restored or copied onto another
@@ -78,7 +78,7 @@ pub fn resolve_quietly() -> Option<i64> {
         .or_else(|| crate::lease::summary().and_then(|(id, _)| id))
 }
 
-/// This session's worker id, resolved as SPEC §5 says; raises when there is none or when the
+/// This session's worker id (the setting, else the table row, else none); raises when there is none or when the
 /// stored one was made on another cluster.
 pub fn resolve() -> i64 {
     configured().unwrap_or_else(|| {

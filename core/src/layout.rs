@@ -36,7 +36,7 @@ pub struct Layout {
     pub worker_bits: u32,
     pub sequence_bits: u32,
     pub order: FieldOrder,
-    /// Discord's layout is published for decoding only (SPEC §3.1): it never generates.
+    /// Discord's layout is published for decoding only: it never generates.
     pub decode_only: bool,
     pub split: Option<WorkerSplit>,
 }
@@ -182,7 +182,7 @@ impl Layout {
         }
     }
 
-    /// A built-in layout by name (SPEC §3.1).
+    /// A built-in layout by name (`default`, `twitter`, ..., and the decode-only `discord`).
     pub fn by_name(name: &str) -> Option<Layout> {
         use FieldOrder::*;
         let twitter_split = WorkerSplit { high_name: "datacenter_id", low_name: "worker_id", low_bits: 5 };
@@ -295,7 +295,7 @@ impl Layout {
         Ok(layout)
     }
 
-    /// A layout registered for decoding (SPEC §4): at most 63 bits (the unused top bits are
+    /// A layout registered for decoding (`uid_layout_register`): at most 63 bits (the unused top bits are
     /// always zero), or 64 of which the top time bit is the sign (Discord, Instagram); at least
     /// 20 time bits; 1–31 bits each for worker and
     /// sequence (they are SQL `int`s). `worker_low_bits` splits the worker field in two.

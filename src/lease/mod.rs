@@ -1,4 +1,4 @@
-//! Worker id leases (issue 14): a node generates only while it holds a lease of its worker id in
+//! Worker id leases: a node generates only while it holds a lease of its worker id in
 //! a registry database, so that two live nodes can never generate with the same worker id.
 //!
 //! * [`worker`] — the background worker that claims, renews and releases the lease;

@@ -1,4 +1,4 @@
-//! Segment sequences (SPEC §6): dense 64-bit counters per tag, handed out from shared memory in
+//! Segment sequences: dense 64-bit counters per tag, handed out from shared memory in
 //! durable batches ("segments"), Meituan Leaf's segment mode with its double buffer.
 //!
 //! Durability design. Each tag is backed by a real PostgreSQL sequence (created by
