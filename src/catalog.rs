@@ -319,7 +319,7 @@ pub unsafe fn trigger_data(fcinfo: pg_sys::FunctionCallInfo, function: &str) -> 
     }
 }
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_catalog_changed);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_catalog_changed);
 
 /// Statement trigger on pg_idgen's catalog tables: every backend drops its cached copies at
 /// commit, whoever changed the table and however (functions, DML, pg_restore). A plain V1

@@ -148,7 +148,7 @@ unsafe fn parts_datum(fcinfo: pg_sys::FunctionCallInfo, d: Decoded) -> pg_sys::D
     }
 }
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_uid_decode);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_uid_decode);
 
 /// `uid_decode(id bigint) RETURNS uid_parts`: splits an id of the server's layout into its time
 /// (ms precision), worker id and sequence (and the halves of a split worker field).
@@ -166,7 +166,7 @@ pub unsafe extern "C-unwind" fn pg_idgen_uid_decode(fcinfo: pg_sys::FunctionCall
     }
 }
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_uid_decode_layout);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_uid_decode_layout);
 
 /// `uid_decode(id bigint, layout text) RETURNS uid_parts`: splits an id of any layout: a named
 /// one (`twitter`, `discord`, `sonyflake`, `js53`, ...), a custom one from `pg_idgen_layouts`,

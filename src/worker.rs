@@ -78,18 +78,6 @@ pub fn resolve_quietly() -> Option<i64> {
         .or_else(|| crate::lease::summary().and_then(|(id, _)| id))
 }
 
-/// This session's worker id (the setting, else the table row, else none); raises when there is none or when the
-/// stored one was made on another cluster.
-pub fn resolve() -> i64 {
-    configured().unwrap_or_else(|| {
-        raise(
-            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "pg_idgen worker id is not configured",
-            Some("Set pg_idgen.worker_id in postgresql.conf (or ALTER DATABASE ... SET pg_idgen.worker_id), or run SELECT set_worker_id(n) in this database, with a value unique across every node generating ids."),
-        )
-    })
-}
-
 /// The worker id this session configured (setting, else table row), None when neither; raises
 /// when the stored one was made on another cluster or does not fit the layout.
 pub fn configured() -> Option<i64> {

@@ -57,16 +57,18 @@ fn mode_name(mode: LeaseMode) -> &'static str {
     }
 }
 
-/// The worker id `snowflake_next()` generates with. Without leases: the session's configured id
-/// (`worker::resolve`). With leases: the leased id, if its lease is valid now and the session
-/// configured the same id or (auto mode) none; otherwise 55000 naming the reason and the holder.
+/// The worker id `snowflake_next()` generates with, given the id the session configured
+/// (`worker::configured()`: the setting, else the table row, else None). Without leases: that
+/// id, or 55000 "not configured". With leases: the leased id, if its lease is valid now and the
+/// session configured the same id or (auto mode) none; otherwise 55000 naming the reason and the
+/// holder. (The caller resolves the configured id, so that this module does not depend on
+/// `worker`, which asks it for the lease's state.)
 #[inline]
-pub fn generation_worker() -> i64 {
+pub fn generation_worker(configured: Option<i64>) -> i64 {
     let mode = gucs::lease_mode();
     if mode == LeaseMode::Off {
-        return crate::worker::resolve();
+        return configured.unwrap_or_else(|| crate::errors::worker_id_not_configured());
     }
-    let configured = crate::worker::configured();
     let Some(sh) = shmem::shared() else { crate::errors::not_preloaded() };
     let (id, until) = shmem::unpack(sh.word.load(Ordering::Acquire));
     if let Some(id) = id {
@@ -172,7 +174,7 @@ fn refuse(
     let (state, info) = sh.read();
     let valid = until > boottime_ms() as u64;
     if mode == LeaseMode::Fixed && configured.is_none() {
-        crate::worker::resolve(); // raises "not configured"
+        crate::errors::worker_id_not_configured();
     }
     if let (Some(c), Some(id), true) = (configured, id, valid) {
         if c != id {

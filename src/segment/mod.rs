@@ -14,8 +14,9 @@
 //! ([`backing`]); the tag metadata lives in `pg_idgen_segments`, registered with
 //! `pg_extension_config_dump`. A restart only forgets the cached remainder (gaps, never reuse).
 //!
-//! Files: [`backing`] (the sequences' link to the tags table), [`table`] (the shared table, its locks and the locking protocol), [`claim`] (finding and
-//! claiming a tag's entry), [`config`] (a tag's stored configuration), [`reserve`] (durable
+//! Files: [`backing`] (the sequences' link to the tags table), [`table`] (the shared table, its
+//! locks and the locking protocol), [`claim`] (finding and claiming a tag's entry), [`config`] (a
+//! tag's stored configuration), [`errors`] (unknown tag, missing sequence), [`reserve`] (durable
 //! reservations and refills), [`hot`] (`segment_next`), [`admin`] (create, drop, set),
 //! [`status`] (the `segment_status` view's functions). The DDL is in `sql/segment.sql`.
 
@@ -23,6 +24,7 @@ mod admin;
 mod backing;
 mod claim;
 mod config;
+mod errors;
 mod hot;
 mod reserve;
 mod status;
