@@ -8,12 +8,17 @@
 #   make run [PG=NN]       deps + install + start cluster `demo` (`demoNN` on 16-18), port 288NN,
 #                          with a demo table
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
-#   make test              the matrix: every layer on 15 (core unit tests, #[pg_test], pg_regress,
-#                          integration scripts, client libraries), #[pg_test] + pg_regress +
-#                          integration + clients on 16, 17 and 18, then pg_upgrade 15 -> 18; a
-#                          summary line per major at the end
+#   make test              the matrix: core unit tests once; on 15 and 18 every layer (#[pg_test],
+#                          pg_regress, every integration script, client libraries, updates from
+#                          every release, the package); on 16 and 17 #[pg_test], pg_regress, the
+#                          cross-version integration scripts and the updates; then pg_upgrade
+#                          15 -> 18; a summary line per major and the time of every layer at the end
 #   make test PG=17        one major, every layer
 #   make test-docs         every relative link and #anchor of README.md and docs/ resolves (offline)
+#   make test-all          for a release: like make test, but every integration script, the client
+#                          libraries and the release package on every major (make test runs on 16
+#                          and 17 only the integration scripts marked cross-version and no client
+#                          layer, and packages 15 (release build) and 18 (test build))
 #   make test-core | test-pgrx | test-regress | test-integration | test-clients [PG=NN]   one layer
 #                          (test-clients: psycopg, asyncpg, SQLAlchemy, Django, node-postgres and
 #                          pgjdbc against a cluster of that major; tests/clients/run.sh)
@@ -34,6 +39,13 @@
 SHELL      := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 export PATH := $(HOME)/.cargo/bin:$(PATH)
+# One set of compiler flags for every build, so that the dependencies are compiled once: cargo
+# pgrx adds `-C link-arg=-Wl,--no-gc-sections` to the builds of the extension library (install,
+# package, and the library #[pg_test] installs) but not to cargo test's own binaries, and a change
+# of flags makes cargo compile every dependency again. The flag guards against linkers that drop
+# pgrx's schema section; GNU ld on x86_64 keeps it (SHF_GNU_RETAIN), and if it ever did not,
+# cargo pgrx would fail the build with "no embedded pgrx schema section found", never silently.
+export CARGO_PGRX_DISABLE_GC_SECTIONS_WORKAROUND := 1
 
 # ---- which PostgreSQL ------------------------------------------------------------------
 # PG=NN picks the major; scripts/pgenv.bash is the one place that knows where each lives.
@@ -69,7 +81,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 .NOTPARALLEL:
 
 .PHONY: deps build install install-test run psql stop test test-matrix test-docs test-core test-pgrx \
-        test-regress test-integration test-clients test-upgrade test-extension-update test-package \
+        test-all test-regress test-integration test-clients test-upgrade test-extension-update test-package \
         test-assert bench pgenv package clean clean-servers
 
 deps:
@@ -95,9 +107,12 @@ $(PKG_DIR)/$(PKG_ID)-dev.stamp: $(PKG_SOURCES)
 	touch $@
 
 # Release packages (scripts/package.sh): a .deb for Debian's PostgreSQL, a tarball otherwise
+# PACKAGE_PROFILE=dev packages the test build instead (make test does so for every major but the
+# first of RELEASE_PACKAGE_MAJORS: the packaging is the same, only the compiler's profile differs)
 PACKAGES_DIR ?= target/packages
-package: $(PKG_DIR)/$(PKG_ID)-release.stamp
-	scripts/package.sh $(PKG_DIR)/$(PKG_ID)-release $(PACKAGES_DIR)
+PACKAGE_PROFILE ?= release
+package: $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE).stamp
+	scripts/package.sh $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE) $(PACKAGES_DIR)
 
 install: $(PKG_DIR)/$(PKG_ID)-release.stamp
 	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-release/. /
@@ -132,6 +147,12 @@ stop:
 # <rundir>/test-logs/, and one summary line per major at the end; non-zero if anything failed.
 test:
 	scripts/test-matrix.sh $(TEST_MAJORS)
+
+# everything on every major, for a release: every integration script on 16 and 17 too (make test
+# runs there only the scripts that exercise version-specific code) and the packages of all four
+test-all:
+	FULL_INTEGRATION_MAJORS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
+	  scripts/test-matrix.sh $(TEST_MAJORS)
 
 # scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors
 test-docs:
@@ -172,11 +193,12 @@ test-upgrade:
 
 # ALTER EXTENSION pg_idgen UPDATE from every released version, each built from its git tag:
 # 0.1.0 (PostgreSQL 15 only, so on 16-18 the 0.1.0 database arrives by pg_upgrade from 15, as it
-# would in the field; it runs both upgrade scripts), then 0.2.0 (built for PG itself)
+# would in the field; it runs every upgrade script), then 0.2.0 and 0.3.0 (built for PG itself)
 test-extension-update:
 	$(MAKE) --no-print-directory install-test PG=$(PG)
 	tests/upgrade/extension_update.sh $(PG)
 	tests/upgrade/extension_update_020.sh $(PG)
+	tests/upgrade/extension_update_030.sh $(PG)
 
 # make package, then install/remove it (apt on Debian's 15; install.sh/uninstall.sh otherwise)
 test-package: package

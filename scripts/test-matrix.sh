@@ -7,8 +7,17 @@
 #                  and clients on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
 #                  (default 15 -> 18) when both are in the list.
 #   Env: MATRIX_LAYERS="docs core pgrx regress integration clients extupdate package upgrade" restricts the layers;
-#        PACKAGE_MAJORS="15 18" the majors whose release package is built and installed;
-#        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end).
+#        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
+#        CLIENT_MAJORS="15 18" the majors the client libraries run against ("all": every one; one
+#          major given alone always runs them): what they test is the wire protocol and the
+#          libraries' handling of bigint, the same on every major;
+#        RELEASE_PACKAGE_MAJORS="15" those of them packaged from the release build (lto = "fat",
+#          the one release build of make test); the others package the test build;
+#        FULL_INTEGRATION_MAJORS="15 18" the majors that run every integration script; the others
+#          run the cross-version ones (scripts/run-integration.sh, INTEGRATION_SCOPE); "all" runs
+#          every script everywhere (make test-all);
+#        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end);
+#        PG_IDGEN_DEPS_SECS=N the time `make deps` took (.ci/run sets it), shown with the layers.
 #
 # Layers (each a make target, so it can be run alone):
 #   docs         relative links and #anchors of README.md, docs/  (make test-docs)
@@ -18,7 +27,7 @@
 #   integration  tests/integration/*.sh, same install           (make test-integration PG=NN)
 #   clients      tests/clients/run.sh, same install: psycopg, asyncpg, SQLAlchemy, Django,
 #                node-postgres, pgjdbc                          (make test-clients PG=NN)
-#   extupdate    ALTER EXTENSION UPDATE from 0.1.0 and 0.2.0     (make test-extension-update PG=NN)
+#   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0 (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
 # Builds are reused: one target/ for every major (dependencies compiled once; pgrx-pg-sys and
@@ -36,6 +45,9 @@ export PATH="$HOME/.cargo/bin:$PATH"
 MAJORS=("$@")
 LAYERS=${MATRIX_LAYERS:-docs core pgrx regress integration clients extupdate package upgrade}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
+FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-15 18}
+RELEASE_PACKAGE_MAJORS=${RELEASE_PACKAGE_MAJORS:-15}
+CLIENT_MAJORS=${CLIENT_MAJORS:-15 18}
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 UPGRADE_FROM=${UPGRADE_FROM:-15}
 UPGRADE_TO=${UPGRADE_TO:-18}
@@ -47,8 +59,11 @@ T0=$SECONDS
 has_layer() { [[ " $LAYERS " == *" $1 "* ]]; }
 fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
-declare -A SUMMARY VERSION
+declare -A SUMMARY VERSION LAYER_SECS
 FAILED=()
+LAYER_ORDER=()   # layer names in the order they first ran
+TIMES_TSV=$LOGS/times.tsv   # "major<TAB>layer<TAB>seconds", one line per layer run (read by .ci/run)
+: >"$TIMES_TSV"
 
 # run_layer MAJOR NAME COMMAND... : logs, times; sets LAST_RC, LAST_SECS, LAST_LOG
 run_layer() {
@@ -59,6 +74,9 @@ run_layer() {
     "$@" >"$LAST_LOG" 2>&1
     LAST_RC=$?
     LAST_SECS=$((SECONDS - t))
+    LAYER_SECS[$major,$name]=$LAST_SECS
+    [[ " ${LAYER_ORDER[*]} " == *" $name "* ]] || LAYER_ORDER+=("$name")
+    printf '%s\t%s\t%s\n' "$major" "$name" "$LAST_SECS" >>"$TIMES_TSV"
     if [ $LAST_RC -ne 0 ]; then
         echo "--- FAILED after $(fmt $LAST_SECS): last 60 lines of $LAST_LOG"
         tail -n 60 "$LAST_LOG" | sed 's/^/    /'
@@ -103,6 +121,30 @@ checks_count() {  # "N checks" of the lib.bash test scripts of one log (their su
 }
 status() { [ "$1" -eq 0 ] && echo ok || echo FAILED; }
 
+# times_table: the time of every layer per major (columns: "any" for the layers run once, then
+# each major, then the pg_upgrade pair), and of `make deps` when PG_IDGEN_DEPS_SECS is set
+times_table() {
+    local cols=() c l line v
+    for c in any "${MAJORS[@]}" "$UPGRADE_FROM-$UPGRADE_TO"; do
+        for l in "${LAYER_ORDER[@]}"; do [ -n "${LAYER_SECS[$c,$l]:-}" ] && { cols+=("$c"); break; }; done
+    done
+    [ ${#cols[@]} -gt 0 ] || return 0
+    echo "---- time per layer ----"
+    line=$(printf '%-12s' layer); for c in "${cols[@]}"; do line+=$(printf '%10s' "$c"); done; echo "$line"
+    [ -z "${PG_IDGEN_DEPS_SECS:-}" ] || printf '%-12s%10s\n' "make deps" "$(fmt "$PG_IDGEN_DEPS_SECS")"
+    for l in "${LAYER_ORDER[@]}"; do
+        line=$(printf '%-12s' "$l")
+        for c in "${cols[@]}"; do v=${LAYER_SECS[$c,$l]:-}; line+=$(printf '%10s' "${v:+$(fmt "$v")}"); done
+        echo "$line"
+    done
+    line=$(printf '%-12s' total)
+    for c in "${cols[@]}"; do
+        v=0; for l in "${LAYER_ORDER[@]}"; do v=$((v + ${LAYER_SECS[$c,$l]:-0})); done
+        line+=$(printf '%10s' "$(fmt $v)")
+    done
+    echo "$line"
+}
+
 summary() {
     echo
     echo "==================== make test: summary ($(fmt $((SECONDS - T0))) in all) ===================="
@@ -113,6 +155,7 @@ summary() {
     [ -z "${SUMMARY[upgrade]:-}" ] || echo "${SUMMARY[upgrade]}"
     [ -z "${SUMMARY[docs]:-}" ] || echo "${SUMMARY[docs]}"
     [ -z "${SUMMARY[core]:-}" ] || echo "${SUMMARY[core]}"
+    times_table
     if [ ${#FAILED[@]} -gt 0 ]; then echo "FAILED: ${FAILED[*]}"; else echo "all passed"; fi
 }
 
@@ -152,10 +195,12 @@ for m in "${MAJORS[@]}"; do
                 line+="pg_regress $(regress_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
             if has_layer integration; then
-                run_layer "$m" integration env PG="$m" PG_CONFIG= scripts/run-integration.sh
-                line+="integration $(integration_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+                scope=cross-version
+                [[ " $FULL_INTEGRATION_MAJORS " == *" $m "* || $FULL_INTEGRATION_MAJORS == all ]] && scope=all
+                run_layer "$m" integration env PG="$m" PG_CONFIG= INTEGRATION_SCOPE=$scope scripts/run-integration.sh
+                line+="integration$([ $scope = all ] || echo " ($scope)") $(integration_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
-            if has_layer clients; then
+            if has_layer clients && { [ ${#MAJORS[@]} = 1 ] || [[ " $CLIENT_MAJORS " == *" $m "* || $CLIENT_MAJORS == all ]]; }; then
                 run_layer "$m" clients env PG="$m" PG_CONFIG= tests/clients/run.sh
                 line+="clients $(clients_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
@@ -163,11 +208,13 @@ for m in "${MAJORS[@]}"; do
     fi
     if has_layer extupdate; then
         run_layer "$m" extupdate make --no-print-directory test-extension-update PG="$m"
-        line+="update from 0.1.0 and 0.2.0 $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+        line+="update from 0.1.0, 0.2.0 and 0.3.0 $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
     fi
     if has_layer package && [[ " $PACKAGE_MAJORS " == *" $m "* ]]; then
-        run_layer "$m" package make --no-print-directory test-package PG="$m"
-        line+="package $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS) with its release build)  "
+        profile=dev
+        [[ " $RELEASE_PACKAGE_MAJORS " == *" $m "* ]] && profile=release
+        run_layer "$m" package make --no-print-directory test-package PG="$m" PACKAGE_PROFILE=$profile
+        line+="package $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS), $profile build)  "
     fi
     SUMMARY[$m]="${line}test build+install $(fmt $build)  total $(fmt $((SECONDS - tm)))"
 done

@@ -44,6 +44,17 @@ gen_session() {
     } | "$CLUSTER" psql "$C" -v ON_ERROR_STOP=0 >"$TMP/$phase.out" 2>"$TMP/$phase.err" || true
 }
 
+# batches_done PHASE: batches of a gen_session that ended, with ids or with an error
+batches_done() {
+    echo $(( $(awk -F'\t' '{ print $2 }' "$TMP/$1.out" 2>/dev/null | sort -u | wc -l) + $(grep -c 'ERROR:' "$TMP/$1.err" 2>/dev/null || true) ))
+}
+# await_batches PHASE N: until N batches of PHASE ended (bounded: 60 s)
+await_batches() {
+    local i
+    for i in $(seq 1 1200); do [ "$(batches_done "$1")" -ge "$2" ] && return 0; sleep 0.05; done
+    ko "$1: $2 batches did not end within 60 s"
+}
+
 # batches PHASE N: N batches of 1000 ids in one session; must succeed
 batches() {
     local phase=$1 n=$2 b sql=()
@@ -83,9 +94,9 @@ prev=$(max_so_far)
 rm -f "$TMP/stop"
 gen_session P1 "$TMP/stop" &
 gp=$!; BG_PIDS+=($gp)
-sleep 1
+await_batches P1 2                                  # generating before the step
 offset -5s
-sleep 2.5
+await_batches P1 $(( $(batches_done P1) + 3 ))      # three more batches across the step
 touch "$TMP/stop"; wait $gp
 offset +0
 cat "$TMP/P1.out" >>"$ALL"
@@ -108,9 +119,9 @@ sb0=${sb0:-0}
 rm -f "$TMP/stop"
 gen_session P2 "$TMP/stop" &
 gp=$!; BG_PIDS+=($gp)
-sleep 1
+await_batches P2 2
 offset -5s
-sleep 2
+await_batches P2 $(( $(batches_done P2) + 3 ))
 touch "$TMP/stop"; wait $gp
 cat "$TMP/P2.out" >>"$ALL"
 nb=$(awk -F'\t' '{ print $2 }' "$TMP/P2.out" | sort -u | wc -l)

@@ -10,6 +10,7 @@
 #  D. redo writes the file before raising memory, and a failed write stops recovery: a state
 #     file behind the WAL (restored from an older copy) in a read-only directory makes recovery
 #     fail; with the directory writable it recovers, and ids continue above every id before.
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
@@ -21,6 +22,16 @@ q "$C" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/nul
 DATA=$("$CLUSTER" pgdata "$C")
 STATE=$DATA/pg_idgen/snowflake.state
 up() { "$CLUSTER" start "$C" "$PORT" "${OPTS[@]}" >/dev/null 2>&1; }
+# past_reservations: the server's clock is past every worker id's reservation (reserve_ms = 100
+# ahead of its last id), so that a restart folds them all — bounded, 5 s
+past_reservations() {
+    local i
+    for i in $(seq 1 250); do
+        [ "$(q "$C" "SELECT coalesce(bool_and(reserved_until IS NULL OR reserved_until < clock_timestamp()), true) FROM snowflake_stats()")" = t ] && return 0
+        sleep 0.02
+    done
+    ko "the reservations did not end within 5 s"
+}
 gen_as() { q "$C" "SET pg_idgen.worker_id = $1" "SELECT max(snowflake_next()) FROM generate_series(1, ${2:-1})" | tail -1; }
 
 # ---- A ----
@@ -30,7 +41,7 @@ q "$C" "${sql[@]}" >/dev/null
 before5=$(gen_as 5 100)
 expect_sql_error "$C" 53400 "at most 256 distinct worker ids" "SET pg_idgen.worker_id = 300; SELECT snowflake_next()"
 "$CLUSTER" restart "$C" "${OPTS[@]}" >/dev/null
-sleep 0.3   # reservations end at most reserve_ms (100 ms) ahead of the last id
+past_reservations   # the restart folds only reservations that ended
 "$CLUSTER" restart "$C" "${OPTS[@]}" >/dev/null
 check_match "A: the restart folded the old worker ids into the floor" "$("$CLUSTER" log "$C" 200 | grep 'generator state loaded' | tail -1)" 'loaded: 0 worker id\(s\) with a reservation ahead, 256 folded'
 check "A: a 257th worker id works after the restart" "$(gen_as 300)" -gt 0
@@ -58,12 +69,15 @@ check "B: the file exists again at once" "$(test -s "$STATE" && echo 1 || echo 0
 
 # ---- C ----
 gen_as 7 1000 >/dev/null
-sleep 0.3
+past_reservations
 cp "$STATE" "$TMP/before_crash.state"
 "$CLUSTER" psql "$C" -At -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
 BG_PIDS+=($!)
-sleep 0.5
-bpid=$(q "$C" "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(60)%' LIMIT 1")
+bpid=
+for i in $(seq 1 200); do
+    bpid=$(q "$C" "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(60)%' LIMIT 1")
+    [ -n "$bpid" ] && break; sleep 0.05
+done
 kill -9 "$bpid"
 for i in $(seq 1 100); do q "$C" "SELECT 1" >/dev/null 2>&1 && break; sleep 0.2; done
 check "C: the state file is byte-identical after the crash restart" "$(cmp -s "$STATE" "$TMP/before_crash.state" && echo 1 || echo 0)" -eq 1
@@ -71,7 +85,7 @@ check "C: the state file is byte-identical after the crash restart" "$(cmp -s "$
 # ---- D ----
 gen_as 7 10 >/dev/null
 cp "$STATE" "$TMP/old.state"
-sleep 0.3
+past_reservations
 top=$(gen_as 7 5000)
 "$CLUSTER" stop "$C" immediate >/dev/null
 cp "$TMP/old.state" "$STATE"

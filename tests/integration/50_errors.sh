@@ -6,6 +6,7 @@
 #  - the server refuses to start with an invalid layout, or a worker id the layout cannot hold;
 #  - an ordinary role: snowflake_accept_layout() -> 42501, SET pg_idgen.worker_id -> 42501;
 #  - SET pg_idgen.worker_id = 5000 (10 worker bits) -> 22023.
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 

@@ -3,6 +3,7 @@
 # a session that already decoded with a custom layout sees another session's drop and
 # re-registration at its next statement (the catalog trigger's relcache invalidation), and a
 # database restored from pg_dump keeps its custom layouts (pg_extension_config_dump).
+# integration: cross-version
 . "$(dirname "$0")/lib.bash"
 
 cluster_start lay 28948
@@ -12,19 +13,22 @@ qdb lay app "CREATE EXTENSION pg_idgen" \
 id=$(qdb lay app "SELECT uid_compose('2020-02-02 02:02:02+00', 12345, 67, 'legacy')")
 check_match "compose with the custom layout" "$id" '^[0-9]+$'
 
-# Session 1 decodes, sleeps while session 2 swaps the layout's epoch, then decodes again.
+# Session 1 decodes, waits (in a statement of its own) until session 2 has swapped the layout's
+# epoch and said so in the table swapped, then decodes again.
+qdb lay app "CREATE TABLE swapped ()" >/dev/null
 PGDATABASE=app "$CLUSTER" psql lay -At \
     -c "SELECT ts FROM uid_decode($id, 'legacy')" \
-    -c "SELECT pg_sleep(3)" \
+    -c "DO \$\$ BEGIN FOR i IN 1..1200 LOOP EXIT WHEN EXISTS (SELECT FROM swapped); PERFORM pg_sleep(0.05); END LOOP; END \$\$" \
     -c "SELECT ts FROM uid_decode($id, 'legacy')" > "$TMP/session1.out" 2>&1 &
 s1=$!
 BG_PIDS+=("$s1")
-sleep 1
+for i in $(seq 1 1200); do [ -s "$TMP/session1.out" ] && break; sleep 0.05; done   # first decode done
 qdb lay app "SELECT uid_layout_drop('legacy')" \
-    "SELECT uid_layout_register('legacy', '2017-09-20 00:00:00+08', 29, 21, 13, unit_ms => 1000)" >/dev/null
+    "SELECT uid_layout_register('legacy', '2017-09-20 00:00:00+08', 29, 21, 13, unit_ms => 1000)" \
+    "INSERT INTO swapped DEFAULT VALUES" >/dev/null
 wait "$s1"
 first=$(sed -n 1p "$TMP/session1.out")
-second=$(sed -n 3p "$TMP/session1.out")
+second=$(tail -n 1 "$TMP/session1.out")
 check "session 1 decoded with the original epoch first" "$first" == "2020-02-02 02:02:02+00"
 check "session 1 sees the re-registered layout (epoch one year later) without reconnecting" \
     "$second" == "2021-02-01 02:02:02+00"

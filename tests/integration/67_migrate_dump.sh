@@ -7,6 +7,7 @@
 #   tag. After the conversion and after the restore: every DEFAULT is the new generator, the data
 #   is the same (md5 of the ordered rows), the foreign keys exist and are enforced, the views
 #   return the rows, the old sequences are gone, and new keys are above every old key.
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 

@@ -19,6 +19,7 @@
 #  D. logical shards on one instance: databases s11, s12, s13 with ALTER DATABASE ... SET
 #     pg_idgen.worker_id = 11, 12, 13 and s14 with set_worker_id(14); 50,000 ids each, all four
 #     at once: all distinct, each decodes to its database's worker id, increasing per database.
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 

@@ -11,6 +11,7 @@
 #  E. a refill whose nextval writes no WAL, right after a WAL segment switch (the insert position
 #     then points past a page header that no record ends at): no "xlog flush request ... is not
 #     satisfied" error (found by the benchmark).
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 

@@ -4,6 +4,7 @@
 # back (pg_idgen_segments is a pg_extension_config_dump table; the sequences are dumped with
 # their current value), and values continue above everything dumped; pg_restore --clean into the
 # same database never serves values cached for the dropped tag.
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 

@@ -6,6 +6,7 @@
 #    immediate), the standby is promoted: values on the promoted node are greater than every
 #    value the old primary handed out (the backing sequence's state comes from WAL, logged
 #    ahead of the values and flushed before any value was handed out).
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 

@@ -19,6 +19,7 @@
 #     100,000 ids, all > M, all distinct (also from every id the old primary issued), increasing,
 #     all worker 7.
 # Pass/fail never depends on timing: waits poll for a state (with a generous limit).
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
@@ -41,6 +42,12 @@ gen() {
             sleep 0.05
         done
     } | "$CLUSTER" psql "$P" >"$TMP/$phase.out" 2>"$TMP/$phase.err"
+}
+# await_lines FILE N: FILE has at least N lines (ids) — bounded, 60 s
+await_lines() {
+    local i
+    for i in $(seq 1 1200); do [ "$(wc -l <"$1" 2>/dev/null || echo 0)" -ge "$2" ] && return 0; sleep 0.05; done
+    ko "$(basename "$1"): $2 ids not reached within 60 s"
 }
 max_old() { awk -F'\t' 'BEGIN { m = 0 } $4 + 0 > m + 0 { m = $4 } END { print m }' "$OLD"; }
 # wait_replay LSN: the standby replayed at least up to LSN
@@ -70,7 +77,7 @@ for i in $(seq 1 200); do [ -s "$TMP/G1.out" ] && break; sleep 0.05; done   # ge
 t0=$(date +%s.%N)
 FAKETIME_FILE=$FT standby_start "$SB" "$P" 28956 -c pg_idgen.worker_id=$W
 log "1: pg_basebackup + standby start: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}') s (primary generating meanwhile)"
-sleep 1
+await_lines "$TMP/G1.out" $(( $(wc -l <"$TMP/G1.out") + 2000 ))   # two more batches with the standby up
 touch "$TMP/stop1"
 rc=0; wait "$gp" || rc=$?
 check "1: the primary's generating session succeeded" "$rc" -eq 0
@@ -104,7 +111,7 @@ log "2: standby stats: $(stats "$SB")"
 rm -f "$TMP/stop2"
 gen G2 "$TMP/stop2" &
 gp=$!; BG_PIDS+=("$gp")
-sleep 1.5
+await_lines "$TMP/G2.out" 3000
 touch "$TMP/stop2"
 rc=0; wait "$gp" || rc=$?
 check "3: the primary's second generating session succeeded" "$rc" -eq 0

@@ -8,6 +8,7 @@
 #  B. uid_layout_drop + re-register with other widths while such a session holds a snapshot: it
 #     decodes with the new layout.
 #  C. DROP EXTENSION commits while a session waits to read the extension's table: 55000.
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 

@@ -9,6 +9,7 @@
 #  * with the standby back, values continue above every value handed out before.
 # On an assert-enabled server (make test-assert) it also checks that the wait runs with
 # interrupts held (SyncRepWaitForLSN asserts InterruptHoldoffCount > 0).
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 

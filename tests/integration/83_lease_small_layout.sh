@@ -8,6 +8,7 @@
 #     exceeds the layout's 255.
 #  4. auto mode with lease_range 0-255: N starts, holds an id of the range and generates with it.
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/lease.bash"

@@ -2,7 +2,7 @@
 # tests/upgrade/extension_update.sh MAJOR — ALTER EXTENSION pg_idgen UPDATE from 0.1.0 to this
 # version on PostgreSQL MAJOR (`make test-extension-update PG=NN`; a layer of `make test`).
 #
-# 0.1.0 is built from its git tag (v0.1.0; cached in target/v0.1.0). It was released for
+# 0.1.0 is built from its git tag (v0.1.0; cached, see build_tagged in lib.bash). It was released for
 # PostgreSQL 15 only (it does not compile for 16-18), so a 0.1.0 database on 16-18 can only come
 # from pg_upgrade of a 15 cluster — which is what this test does for MAJOR != 15:
 #
@@ -39,11 +39,11 @@ OLD_TAG=v0.1.0 OLD_VERSION=0.1.0
 OLD_COMMIT=db7f0ff240aac5687ff1bc5a740eeb8cd99809d4   # what v0.1.0 names
 NEW_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
 CFG15=$(pg_config_for 15)
-OLDBUILD=$ROOT/target/v0.1.0
+
 EXT15=$("$CFG15" --sharedir)/extension
 
 # ---------------------------------------------------------------- 0.1.0 from its tag, for 15
-install_old() { cp -r --remove-destination "$OLDBUILD/pkg-pg15/." /; }
+install_old() { cp -r --remove-destination "$RELEASED_TREE/." /; }
 restore_new() {
     rm -f "$EXT15/pg_idgen--$OLD_VERSION.sql"
     make -C "$ROOT" --no-print-directory install-test PG=15 >/dev/null 2>&1 \

@@ -3,7 +3,7 @@
 # version on PostgreSQL MAJOR (part of `make test-extension-update PG=NN`, after the update from
 # 0.1.0 in extension_update.sh).
 #
-# 0.2.0 is built from its git tag (v0.2.0; cached in target/v0.2.0/pkg-pgNN) for MAJOR — it
+# 0.2.0 is built from its git tag (v0.2.0; cached, see build_tagged in tests/upgrade/lib.bash) for MAJOR — it
 # supports 15-18 — and installed in place of the test build:
 #
 #  1. PostgreSQL MAJOR with the 0.2.0 library, database app: the worker id in the table
@@ -30,11 +30,11 @@ OLD_COMMIT=2b5590ab96c6d0c3f1cbeb950d7f94e3b865c09c   # what v0.2.0 names
 NEW_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
 use "$MAJOR"
 CFG=$(pg_config_for "$MAJOR")
-OLDBUILD=$ROOT/target/v0.2.0
+
 EXTDIR=$("$CFG" --sharedir)/extension
 
 # ---------------------------------------------------------------- 0.2.0 from its tag, for MAJOR
-install_old() { cp -r --remove-destination "$OLDBUILD/pkg-pg$MAJOR/." /; }
+install_old() { cp -r --remove-destination "$RELEASED_TREE/." /; }
 restore_new() {
     rm -f "$EXTDIR/pg_idgen--$OLD_VERSION.sql"
     make -C "$ROOT" --no-print-directory install-test PG="$MAJOR" >/dev/null 2>&1 \
@@ -52,31 +52,14 @@ OPTS=(-c pg_idgen.worker_id=-1)
 install_old
 cluster_start "$C" 28949 "${OPTS[@]}"
 q "$C" "CREATE DATABASE app" "CREATE DATABASE viewdb" >/dev/null
-db "$C" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
-    "SELECT set_worker_id(9)" \
-    "SELECT uid_layout_register('legacy', '2016-05-20 00:00:00+08', 28, 22, 13, unit_ms => 1000)" \
-    "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_next(), n int NOT NULL)" \
-    "INSERT INTO orders (n) SELECT g FROM generate_series(1, 3000) g" \
-    "SELECT segment_create('inv', step => 100)" \
-    "SELECT segment_create('strided', step => 50, nodes => 2, node_index => 1)" \
-    "CREATE TABLE invoices (no bigint PRIMARY KEY DEFAULT segment_next('inv'), n int NOT NULL)" \
-    "CREATE TABLE strided (no bigint PRIMARY KEY DEFAULT segment_next('strided'), n int NOT NULL)" \
-    "INSERT INTO invoices (n) SELECT g FROM generate_series(1, 1000) g" \
-    "INSERT INTO strided (n) SELECT g FROM generate_series(1, 1000) g" \
-    "SELECT uid_mask_key_create('public')" \
-    "CREATE TABLE masked AS SELECT id, uid_mask(id, 'public') AS m FROM orders" >/dev/null
+make_app_state "$C"
 qdb "$C" viewdb "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
     "CREATE VIEW worker_source AS SELECT worker_id, source FROM snowflake_worker()" >/dev/null
 check "old: extension version" "$(db "$C" "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
 check "old: snowflake_worker() has four columns" \
     "$(db "$C" "SELECT array_length(proallargtypes, 1) FROM pg_proc WHERE proname = 'snowflake_worker'")" -eq 4
 check "old: 3000 ids of worker 9" "$(db "$C" "SELECT count(*) FROM orders WHERE (uid_decode(id)).worker_id = 9")" -eq 3000
-old_max=$(db "$C" "SELECT max(id) FROM orders")
-tags_sql="SELECT string_agg(format('%s %s %s %s %s %s', tag, step, unit, start, nodes, node_index), '; ' ORDER BY tag) FROM pg_idgen_segments"
-old_tags=$(db "$C" "$tags_sql")
-old_seg_max=$(db "$C" "SELECT (SELECT max(no) FROM invoices) || ' ' || (SELECT max(no) FROM strided)")
-old_decode=$(db "$C" "SELECT md5(string_agg(format('%s %s', (uid_decode(id, 'legacy')).ts, (uid_decode(id, 'legacy')).worker_id), ',' ORDER BY id)) FROM orders")
-log "0.2.0 state: max id $old_max, max segment values (inv strided) $old_seg_max"
+record_app_state "$C"
 
 # ---------------------------------------------------------------- 2. the new library
 restore_new
@@ -116,21 +99,6 @@ check "the lease objects are there: pg_idgen_leases (empty), snowflake_lease() o
     "$(db "$C" "SELECT (SELECT count(*) FROM pg_idgen_leases) || ' ' || (SELECT mode FROM snowflake_lease())")" == "0 off"
 check "snowflake_worker(): worker 9 from the table, confirmed, lease off" \
     "$(db "$C" "SELECT format('%s %s %s %s', worker_id, source, confirmed, lease) FROM snowflake_worker()")" == "9 table t off"
-check "the custom layout kept: old ids decode as before" \
-    "$(db "$C" "SELECT md5(string_agg(format('%s %s', (uid_decode(id, 'legacy')).ts, (uid_decode(id, 'legacy')).worker_id), ',' ORDER BY id)) FROM orders")" == "$old_decode"
-check "the tags' settings kept" "$(db "$C" "$tags_sql")" == "$old_tags"
-check "the mask key kept: every id masks to the same value and back" \
-    "$(db "$C" "SELECT count(*) FROM masked WHERE uid_mask(id, 'public') = m AND uid_unmask(m, 'public') = id")" -eq 3000
-db "$C" "INSERT INTO orders (n) SELECT 3000 + g FROM generate_series(1, 3000) g" \
-    "INSERT INTO invoices (n) SELECT 1000 + g FROM generate_series(1, 1000) g" \
-    "INSERT INTO strided (n) SELECT 1000 + g FROM generate_series(1, 1000) g" >/dev/null
-check "new ids: above every old id, worker 9" \
-    "$(db "$C" "SELECT count(*) FROM orders WHERE n > 3000 AND id > $old_max AND (uid_decode(id)).worker_id = 9")" -eq 3000
-read -r inv_max str_max <<<"$old_seg_max"
-check "new segment values above the old ones (inv, strided)" \
-    "$(db "$C" "SELECT (SELECT min(no) FROM invoices WHERE n > 1000) > $inv_max AND (SELECT min(no) FROM strided WHERE n > 1000) > $str_max")" == t
-check "the stride kept: every strided value in node 1's chunks of 50" \
-    "$(db "$C" "SELECT count(*) FROM strided WHERE ((no - 1) / 50) % 2 <> 1")" -eq 0
-check "no value twice" "$(db "$C" "SELECT (SELECT count(DISTINCT no) FROM invoices) + (SELECT count(DISTINCT no) FROM strided) + (SELECT count(DISTINCT id) FROM orders)")" -eq 10000
+check_app_state_kept "$C"
 check "the server never restarted" "$(q "$C" "SELECT pg_postmaster_start_time()")" == "$started"
 finish

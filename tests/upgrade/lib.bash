@@ -8,9 +8,16 @@
 #                                       (tests/upgrade/objects.sql; the fresh install is database
 #                                       fresh of NAME, created at the first call); the diff if not
 #   build_tagged TAG COMMIT MAJOR       a released version, from its tag (or the commit it names, in
-#                                       a clone without tags), as a package tree for MAJOR in
-#                                       target/TAG/pkg-pgMAJOR (cached: built once per commit and
-#                                       pg_config); prints nothing, fails the test if it cannot
+#                                       a clone without tags), as a package tree for MAJOR; sets
+#                                       RELEASED_TREE to it; fails the test if it cannot. Cached
+#                                       outside the clone (see below): built once per machine.
+#
+# Released versions never change, so their builds are kept across clones, like the PostgreSQL
+# servers of make deps: under $PG_IDGEN_RELEASED_CACHE (default $PG_IDGEN_PG_HOME/released, i.e.
+# /var/cache/pg_idgen/released), one tree per commit, major and pg_config (path and version), and
+# one cargo target directory for all of them (the dependencies they share are compiled once).
+# A fresh clone on a machine that ran the tests before builds nothing old; a fresh machine builds
+# each released version once (about a minute each). make clean-servers removes the cache.
 
 use() { export PG=$1 PG_CONFIG=""; . "$ROOT/scripts/pgenv.bash"; }
 
@@ -74,24 +81,38 @@ run_pg_upgrade() {
 }
 
 build_tagged() {
-    local tag=$1 commit=$2 major=$3 cfg dir got tagged
-    cfg=$(pg_config_for "$major") dir=$ROOT/target/$tag
+    local tag=$1 commit=$2 major=$3 cfg cache key dir got tagged
+    cfg=$(pg_config_for "$major")
     got=$(git -C "$ROOT" rev-parse -q --verify "$commit^{commit}" 2>/dev/null) \
         || { ko "commit $commit ($tag) is not in this clone (a shallow clone? git fetch --unshallow)"; finish; }
     if tagged=$(git -C "$ROOT" rev-parse -q --verify "$tag^{commit}" 2>/dev/null) && [ "$tagged" != "$got" ]; then
         ko "tag $tag names $tagged, not the released $got"; finish
     fi
-    if [ "$(cat "$dir/pkg-pg$major.stamp" 2>/dev/null)" = "$got $cfg" ]; then
-        log "$tag (${got:0:10}) already built for PostgreSQL $major"; return
+    cache=${PG_IDGEN_RELEASED_CACHE:-$PG_IDGEN_PG_HOME/released}
+    key="$got $cfg $("$cfg" --version)"
+    dir=$cache/$tag-${got:0:12}-pg$major-$(printf %s "$key" | md5sum | cut -c1-8)
+    RELEASED_TREE=$dir/pkg
+    mkdir -p "$cache"
+    # one build at a time in the cache (two test runs on one machine share it)
+    exec {lockfd}>"$cache/.lock"
+    flock "$lockfd"
+    if [ "$(cat "$dir/stamp" 2>/dev/null)" = "$key" ]; then
+        flock -u "$lockfd"; exec {lockfd}>&-
+        log "$tag (${got:0:10}) for PostgreSQL $major: cached in $dir"; return
     fi
-    log "building $tag (${got:0:10}) for PostgreSQL $major (target/$tag)"
-    rm -rf "$dir/src" "$dir/pkg-pg$major" && mkdir -p "$dir/src"
+    log "building $tag (${got:0:10}) for PostgreSQL $major into $dir"
+    rm -rf "$dir" && mkdir -p "$dir/src"
     git -C "$ROOT" archive "$got" | tar -x -C "$dir/src"
-    if ! (cd "$dir/src" && CARGO_TARGET_DIR=$dir cargo pgrx package --debug \
-            --pg-config "$cfg" --out-dir "$dir/pkg-pg$major") >"$dir/build-pg$major.log" 2>&1; then
-        tail -30 "$dir/build-pg$major.log"; ko "could not build $tag for PostgreSQL $major"; finish
+    local t=$SECONDS
+    if ! (cd "$dir/src" && CARGO_TARGET_DIR=$cache/target cargo pgrx package --debug \
+            --pg-config "$cfg" --out-dir "$dir/pkg") >"$dir/build.log" 2>&1; then
+        flock -u "$lockfd"; exec {lockfd}>&-
+        tail -30 "$dir/build.log"; ko "could not build $tag for PostgreSQL $major"; finish
     fi
-    echo "$got $cfg" > "$dir/pkg-pg$major.stamp"
+    rm -rf "$dir/src"
+    echo "$key" > "$dir/stamp"
+    flock -u "$lockfd"; exec {lockfd}>&-
+    log "$tag built for PostgreSQL $major in $((SECONDS - t)) s"
 }
 
 objects_of() { "$CLUSTER" psql "$1" -d "$2" -XAt -f "$ROOT/tests/upgrade/objects.sql"; }
@@ -106,4 +127,56 @@ check_like_fresh() {
     check "$desc ($(wc -l < "$fresh") lines)" \
         "$(diff "$fresh" "$TMP/$name-$db.objects" > "$TMP/$name-$db.diff" && echo same || echo differ)" == same
     [ ! -s "$TMP/$name-$db.diff" ] || sed 's/^/    /' "$TMP/$name-$db.diff" | head -40
+}
+
+# The state an update test makes with a released version and checks after ALTER EXTENSION UPDATE
+# (database app of cluster $1; the released library installed, the extension created):
+#   make_app_state C       worker id 9 in the table, the custom layout legacy, orders (3,000 ids
+#                          by DEFAULT snowflake_next()), tags inv (plain) and strided (nodes => 2,
+#                          node_index => 1) with 1,000 DEFAULT segment_next() values each, mask key
+#                          public and the masked form of every id (table masked)
+#   record_app_state C     remembers what the checks compare (APP_* variables)
+#   check_app_state_kept C after the update: worker id, layout, tags, mask key kept; 3,000 new ids
+#                          and 1,000 new values per tag above every old one; no value twice
+make_app_state() {
+    qdb "$1" app "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
+        "SELECT set_worker_id(9)" \
+        "SELECT uid_layout_register('legacy', '2016-05-20 00:00:00+08', 28, 22, 13, unit_ms => 1000)" \
+        "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_next(), n int NOT NULL)" \
+        "INSERT INTO orders (n) SELECT g FROM generate_series(1, 3000) g" \
+        "SELECT segment_create('inv', step => 100)" \
+        "SELECT segment_create('strided', step => 50, nodes => 2, node_index => 1)" \
+        "CREATE TABLE invoices (no bigint PRIMARY KEY DEFAULT segment_next('inv'), n int NOT NULL)" \
+        "CREATE TABLE strided (no bigint PRIMARY KEY DEFAULT segment_next('strided'), n int NOT NULL)" \
+        "INSERT INTO invoices (n) SELECT g FROM generate_series(1, 1000) g" \
+        "INSERT INTO strided (n) SELECT g FROM generate_series(1, 1000) g" \
+        "SELECT uid_mask_key_create('public')" \
+        "CREATE TABLE masked AS SELECT id, uid_mask(id, 'public') AS m FROM orders" >/dev/null
+}
+APP_TAGS_SQL="SELECT string_agg(format('%s %s %s %s %s %s', tag, step, unit, start, nodes, node_index), '; ' ORDER BY tag) FROM pg_idgen_segments"
+APP_DECODE_SQL="SELECT md5(string_agg(format('%s %s', (uid_decode(id, 'legacy')).ts, (uid_decode(id, 'legacy')).worker_id), ',' ORDER BY id)) FROM orders"
+record_app_state() {
+    APP_MAX=$(qdb "$1" app "SELECT max(id) FROM orders")
+    APP_TAGS=$(qdb "$1" app "$APP_TAGS_SQL")
+    APP_SEG_MAX=$(qdb "$1" app "SELECT (SELECT max(no) FROM invoices) || ' ' || (SELECT max(no) FROM strided)")
+    APP_DECODE=$(qdb "$1" app "$APP_DECODE_SQL")
+    log "state before the update: max id $APP_MAX, max segment values (inv strided) $APP_SEG_MAX"
+}
+check_app_state_kept() {
+    local c=$1 inv_max str_max
+    check "the custom layout kept: old ids decode as before" "$(qdb "$c" app "$APP_DECODE_SQL")" == "$APP_DECODE"
+    check "the tags' settings kept" "$(qdb "$c" app "$APP_TAGS_SQL")" == "$APP_TAGS"
+    check "the mask key kept: every id masks to the same value and back" \
+        "$(qdb "$c" app "SELECT count(*) FROM masked WHERE uid_mask(id, 'public') = m AND uid_unmask(m, 'public') = id")" -eq 3000
+    qdb "$c" app "INSERT INTO orders (n) SELECT 3000 + g FROM generate_series(1, 3000) g" \
+        "INSERT INTO invoices (n) SELECT 1000 + g FROM generate_series(1, 1000) g" \
+        "INSERT INTO strided (n) SELECT 1000 + g FROM generate_series(1, 1000) g" >/dev/null
+    check "new ids: above every old id, worker 9" \
+        "$(qdb "$c" app "SELECT count(*) FROM orders WHERE n > 3000 AND id > $APP_MAX AND (uid_decode(id)).worker_id = 9")" -eq 3000
+    read -r inv_max str_max <<<"$APP_SEG_MAX"
+    check "new segment values above the old ones (inv, strided)" \
+        "$(qdb "$c" app "SELECT (SELECT min(no) FROM invoices WHERE n > 1000) > $inv_max AND (SELECT min(no) FROM strided WHERE n > 1000) > $str_max")" == t
+    check "the stride kept: every strided value in node 1's chunks of 50" \
+        "$(qdb "$c" app "SELECT count(*) FROM strided WHERE ((no - 1) / 50) % 2 <> 1")" -eq 0
+    check "no value twice" "$(qdb "$c" app "SELECT (SELECT count(DISTINCT no) FROM invoices) + (SELECT count(DISTINCT no) FROM strided) + (SELECT count(DISTINCT id) FROM orders)")" -eq 10000
 }

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# tests/upgrade/extension_update_030.sh MAJOR — ALTER EXTENSION pg_idgen UPDATE from 0.3.0 to this
+# version on PostgreSQL MAJOR (part of `make test-extension-update PG=NN`, after the updates from
+# 0.1.0 and 0.2.0).
+#
+# 0.3.0 is built from its git tag (v0.3.0; cached, see build_tagged in tests/upgrade/lib.bash) for
+# MAJOR and installed in place of the test build:
+#  1. PostgreSQL MAJOR with the 0.3.0 library, database app: the state of make_app_state (worker id
+#     in the table, a custom layout, DEFAULT snowflake_next() and segment_next() tables, a stride,
+#     a mask key and the masked form of every id), and a lease row in pg_idgen_leases (the table
+#     of a registry).
+#  2. The new library installed over 0.3.0, the server restarted.
+#  3. Before the update: every function that reads the extension's tables refuses with the version
+#     mismatch (55000, with the ALTER EXTENSION hint); the server does not crash.
+#  4. ALTER EXTENSION pg_idgen UPDATE: the objects equal a fresh install's
+#     (tests/upgrade/objects.sql); the state kept (check_app_state_kept), the lease row kept.
+# At exit the test build is installed into PostgreSQL MAJOR again and 0.3.0's script removed.
+set -euo pipefail
+MAJOR=${1:-15}
+. "$(dirname "$0")/../integration/lib.bash" "$(cd "$(dirname "$0")/../.." && pwd)"
+. "$ROOT/tests/upgrade/lib.bash"
+TEST_NAME=extension_update_030_pg$MAJOR
+OLD_TAG=v0.3.0 OLD_VERSION=0.3.0
+OLD_COMMIT=ec0314fa6fc4b89f40363d5027fd58f6bae67f81   # what v0.3.0 names
+NEW_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
+use "$MAJOR"
+CFG=$(pg_config_for "$MAJOR")
+EXTDIR=$("$CFG" --sharedir)/extension
+
+install_old() { cp -r --remove-destination "$RELEASED_TREE/." /; }
+restore_new() {
+    rm -f "$EXTDIR/pg_idgen--$OLD_VERSION.sql"
+    make -C "$ROOT" --no-print-directory install-test PG="$MAJOR" >/dev/null 2>&1 \
+        || echo "[$TEST_NAME] could not reinstall the test build into PostgreSQL $MAJOR" >&2
+}
+trap 'rc=$?; restore_new; (exit $rc); cleanup' EXIT
+build_tagged "$OLD_TAG" "$OLD_COMMIT" "$MAJOR"
+ok "0.3.0 built from $OLD_TAG for PostgreSQL $MAJOR"
+
+C=eu030
+db() { qdb "$C" app "$@"; }
+OPTS=(-c pg_idgen.worker_id=-1)
+LEASE_ROW="SELECT format('%s %s %s %s %s', worker_id, system_identifier, node_name, token, hwm_ms) FROM pg_idgen_leases ORDER BY worker_id"
+
+# ---------------------------------------------------------------- 1. state made by 0.3.0
+install_old
+cluster_start "$C" 28950 "${OPTS[@]}"
+q "$C" "CREATE DATABASE app" >/dev/null
+make_app_state "$C"
+check "old: extension version" "$(db "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
+check "old: 3000 ids of worker 9" "$(db "SELECT count(*) FROM orders WHERE (uid_decode(id)).worker_id = 9")" -eq 3000
+db "INSERT INTO pg_idgen_leases (worker_id, system_identifier, node_name, host, port, token, since, renewed_at, lease_until, hwm_ms)
+    VALUES (5, 7300000000000000001, 'node-a', '10.0.0.5', 5432, 42, now(), now(), now() + interval '10 s', 1700000000000)" >/dev/null
+old_lease=$(db "$LEASE_ROW")
+record_app_state "$C"
+
+# ---------------------------------------------------------------- 2. the new library
+restore_new
+"$CLUSTER" restart "$C" "${OPTS[@]}" >/dev/null 2>&1
+check "before the update: the database still has $OLD_VERSION" "$(db "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
+
+# ---------------------------------------------------------------- 3. mismatch: clear errors, no crash
+started=$(q "$C" "SELECT pg_postmaster_start_time()")
+mismatch() {   # DESC SQL: fails with the version mismatch, its hint
+    local out
+    if out=$(db '\set VERBOSITY verbose' "$2" 2>&1); then ko "$1: it worked ($out)"; return; fi
+    check_match "$1" "$out" "ERROR: +55000: pg_idgen $OLD_VERSION is installed in this database, but the loaded library is $NEW_VERSION"
+    check_match "$1: the hint" "$out" "HINT: +Run ALTER EXTENSION pg_idgen UPDATE"
+}
+mismatch "before the update: snowflake_next() with the worker id in the table" "SELECT snowflake_next()"
+mismatch "before the update: segment_next()" "SELECT segment_next('inv')"
+mismatch "before the update: uid_mask() with a key" "SELECT uid_mask(1, 'public')"
+check "before the update: the server did not restart (no crash)" "$(q "$C" "SELECT pg_postmaster_start_time()")" == "$started"
+check "before the update: no backend terminated by a signal" \
+    "$(grep -c 'terminated by signal' "$("$CLUSTER" pgdata "$C")/log/postgresql.log" || true)" -eq 0
+
+# ---------------------------------------------------------------- 4. ALTER EXTENSION UPDATE
+if out=$(db "ALTER EXTENSION pg_idgen UPDATE" 2>&1); then ok "ALTER EXTENSION pg_idgen UPDATE in app"; else ko "ALTER EXTENSION pg_idgen UPDATE: $out"; finish; fi
+check "after the update: version" "$(db "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION"
+check_like_fresh "$C" app "updated database has exactly the objects of a fresh $NEW_VERSION install"
+check "snowflake_worker(): worker 9 from the table, confirmed, lease off" \
+    "$(db "SELECT format('%s %s %s %s', worker_id, source, confirmed, lease) FROM snowflake_worker()")" == "9 table t off"
+check "the lease row kept" "$(db "$LEASE_ROW")" == "$old_lease"
+check_app_state_kept "$C"
+check "the server never restarted" "$(q "$C" "SELECT pg_postmaster_start_time()")" == "$started"
+finish
