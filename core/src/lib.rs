@@ -2,10 +2,12 @@
 //! `cargo test`: id layouts and their arithmetic ([`layout`]) and the snowflake clock policy
 //! with an injectable clock ([`generator`]), segment arithmetic and the double buffer ([`segment`]),
 //! the generator's durable state file ([`state_file`]), the keyed id mask ([`mask`]) and text
-//! codes ([`codes`]), and the worker id lease's shared word and validity ([`lease`]).
+//! codes ([`codes`]), the worker id lease's shared word and validity ([`lease`]), and the
+//! registry's connection string and password file formats ([`conninfo`]).
 
 #![forbid(unsafe_code)]
 
+pub mod conninfo;
 pub mod generator;
 pub mod layout;
 pub mod lease;
