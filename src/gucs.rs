@@ -48,6 +48,9 @@ pub static NODE_NAME: GucSetting<Option<CString>> = GucSetting::<Option<CString>
 pub static LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(30);
 pub static LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(5);
 pub static LEASE_RETIRE: GucSetting<i32> = GucSetting::<i32>::new(604_800);
+pub static WARN_HORIZON: GucSetting<i32> = GucSetting::<i32>::new(31_536_000);
+pub static MONITOR_DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
+pub static MONITOR_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(86_400);
 /// Highest worker id a lease can hold: the id shares one 64-bit shared word with the lease's
 /// end (`lease::shmem`), in 24 bits.
 pub const LEASE_MAX_WORKER: i64 = pg_idgen_core::lease::MAX_WORKER;
@@ -356,6 +359,38 @@ fn define_lease_settings() {
     );
 }
 
+/// The monitor's settings (`monitor`); only when preloaded (its worker is registered at start).
+fn define_monitor_settings() {
+    GucRegistry::define_int_guc(
+        c"pg_idgen.warn_horizon",
+        c"How far ahead the monitor warns in the server log, in seconds (0 = no warnings).",
+        c"A WARNING when the layout's time field ends, or a segment tag reaches the largest bigint at its rate, within this horizon (louder within 30 days); see docs/monitoring.md.",
+        &WARN_HORIZON,
+        0,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_string_guc(
+        c"pg_idgen.monitor_database",
+        c"Database whose segment tags the monitor checks ('' = none).",
+        c"Segment tags belong to one database; tags of other databases are not checked (their metrics are in pg_idgen_metrics of each database).",
+        &MONITOR_DATABASE,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_idgen.monitor_interval",
+        c"How often the monitor checks, in seconds (a reload checks at once).",
+        c"Within 30 days of the end of the time field it checks at least every hour.",
+        &MONITOR_INTERVAL,
+        1,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+}
+
 /// `pg_idgen.max_segments` (postmaster): capacity of the shared segment table.
 fn define_max_segments() {
     // An out-of-range value of a custom setting at start is only a WARNING (and the default
@@ -466,6 +501,7 @@ pub fn init(preloading: bool) {
     if preloading {
         define_max_segments();
         define_lease_settings();
+        define_monitor_settings();
         // Reserving the prefix later would drop the pg_idgen.layout placeholder read above.
         unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
     }

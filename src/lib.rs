@@ -33,6 +33,8 @@
 //!   [`layouts`] — named and custom layouts;
 //! * [`segment`] — segment sequences (`segment_next()` & co);
 //! * [`mask`] — opaque public ids: `uid_mask`/`uid_unmask` (FF1), mask keys, text codes;
+//! * [`monitor`] — the monitor worker's warnings ahead of time, and the worker-slot count of the
+//!   `pg_idgen_metrics` view;
 //! * [`sql`] — the hand-written SQL in `sql/`, in install-script order; [`tables`] — reading the
 //!   extension's tables and sequences by OID, without SQL;
 //! * [`compat`] — C symbols that released versions' SQL names (kept until nothing can use them);
@@ -54,6 +56,8 @@ mod layouts;
 mod lease;
 mod lock;
 mod mask;
+mod migrate;
+mod monitor;
 mod segment;
 mod shmem;
 mod snowflake;
@@ -74,6 +78,7 @@ pub extern "C-unwind" fn _PG_init() {
     // later, the decoding functions still work and the generators raise 55000 with a hint.
     // SAFETY: a flag PostgreSQL sets while it loads shared_preload_libraries.
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
+    errors::init();
     gucs::init(preloading);
     catalog::init(&[layouts::invalidate, worker::invalidate, segment::invalidate]);
     mask::init();
@@ -81,6 +86,7 @@ pub extern "C-unwind" fn _PG_init() {
         hooks::init();
         wal::init();
         lease::init();
+        monitor::register();
     }
 }
 

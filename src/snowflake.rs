@@ -130,7 +130,7 @@ fn snowflake_next_text() -> String {
 /// the durable reservation, clock steps back seen, sequence exhaustions and waits. Superusers and
 /// members of pg_read_all_stats see every worker id of the instance (as pg_stat_statements shows
 /// every row to them); other roles see only the worker id their own session generates with.
-#[pg_extern(volatile, parallel_safe)]
+#[pg_extern(volatile, parallel_restricted)]
 #[allow(clippy::type_complexity)]
 fn snowflake_stats() -> TableIterator<
     'static,

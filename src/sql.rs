@@ -51,3 +51,8 @@ extension_sql_file!(
     ]
 );
 extension_sql_file!("../sql/migrate.sql", name = "migrate", requires = ["segment"]);
+extension_sql_file!(
+    "../sql/monitor.sql",
+    name = "monitor",
+    requires = ["snowflake", "segment", "lease", decode::snowflake_layout, monitor::pg_idgen_worker_slots]
+);

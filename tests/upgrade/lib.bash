@@ -103,6 +103,10 @@ build_tagged() {
     log "building $tag (${got:0:10}) for PostgreSQL $major into $dir"
     rm -rf "$dir" && mkdir -p "$dir/src"
     git -C "$ROOT" archive "$got" | tar -x -C "$dir/src"
+    # tar gives the files the commit's time: in the shared target dir cargo could then take the
+    # crate for fresh and package whatever libpg_idgen.so another version's build left in
+    # target/debug (seen: a "0.3.0" package holding the 0.2.0 library). Newer sources rebuild it.
+    find "$dir/src" -type f -exec touch {} +
     local t=$SECONDS
     if ! (cd "$dir/src" && CARGO_TARGET_DIR=$cache/target cargo pgrx package --debug \
             --pg-config "$cfg" --out-dir "$dir/pkg") >"$dir/build.log" 2>&1; then
