@@ -6,6 +6,68 @@
 
 -- Each change of 0.4.0 adds its section below, in the form the install script creates it.
 
+-- Keyed sequences (sql/keyed.sql; src/keyed/): keyed_create, keyed_drop, keyed_next,
+-- keyed_last, the pg_idgen_keyed_spaces table with its link trigger, the keyed_status view.
+CREATE FUNCTION keyed_create(
+    space TEXT,
+    step INT DEFAULT 1000,
+    section_size INT DEFAULT 1000
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'keyed_create_wrapper';
+CREATE FUNCTION keyed_drop(space TEXT) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'keyed_drop_wrapper';
+CREATE FUNCTION keyed_status_shmem() RETURNS TABLE (
+    space TEXT,
+    bound bigint,
+    floor bigint,
+    raises bigint
+)
+STRICT VOLATILE PARALLEL RESTRICTED
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'keyed_status_shmem_wrapper';
+CREATE FUNCTION keyed_next(space text, key bigint) RETURNS bigint
+    CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_keyed_next';
+CREATE FUNCTION keyed_next(space text, key bigint, n int) RETURNS bigint
+    CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_keyed_next_n';
+CREATE FUNCTION keyed_last(space text, key bigint) RETURNS bigint
+    CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_keyed_last';
+
+CREATE TABLE pg_idgen_keyed_spaces (
+    space        text PRIMARY KEY CHECK (octet_length(space) BETWEEN 1 AND 63),
+    seq          regclass NOT NULL,
+    step         int NOT NULL CHECK (step BETWEEN 1 AND 1000000000),
+    section_size int NOT NULL CHECK (section_size BETWEEN 1 AND 1000000000),
+    created      timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_idgen_keyed_spaces IS 'pg_idgen keyed sequence spaces: one row per space, its durable bound in its own sequence (seq)';
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_keyed_spaces', '');
+REVOKE ALL ON pg_idgen_keyed_spaces FROM PUBLIC;
+-- pg_dump writes no OWNED BY for a sequence of an extension member table: the link is made
+-- again when the rows are restored (and by keyed_create's insert).
+CREATE FUNCTION pg_idgen_keyed_link() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_keyed_link';
+REVOKE ALL ON FUNCTION pg_idgen_keyed_link() FROM PUBLIC;
+CREATE TRIGGER pg_idgen_keyed_spaces_link
+    AFTER INSERT OR UPDATE OF seq ON pg_idgen_keyed_spaces
+    FOR EACH ROW EXECUTE FUNCTION pg_idgen_keyed_link();
+
+CREATE VIEW keyed_status AS
+SELECT s.space, s.step, s.section_size, m.bound, m.floor, coalesce(m.raises, 0) AS raises
+FROM pg_idgen_keyed_spaces s
+LEFT JOIN keyed_status_shmem() m USING (space);
+COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, durable bound and floor in memory, bound raises since server start';
+GRANT SELECT ON keyed_status TO PUBLIC;
+
+REVOKE ALL ON FUNCTION keyed_create(text, int, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION keyed_drop(text) FROM PUBLIC;
+COMMENT ON FUNCTION keyed_next(text, bigint) IS 'next value of a key in a keyed space: increasing per key instance-wide, never reissued';
+COMMENT ON FUNCTION keyed_next(text, bigint, int) IS 'reserves the next n values of a key (n <= step) and returns the last; the caller owns result-n+1 .. result';
+COMMENT ON FUNCTION keyed_last(text, bigint) IS 'a key''s current value without consuming one: no value handed out for it is above it, its next is';
+
 -- ---- Monitoring (docs/monitoring.md): pg_idgen_worker_slots() and the view pg_idgen_metrics,
 -- as src/monitor.rs and sql/monitor.sql create them. The monitor worker and its settings
 -- (pg_idgen.warn_horizon, pg_idgen.monitor_database, pg_idgen.monitor_interval) come with the

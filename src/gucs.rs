@@ -9,6 +9,7 @@
 //! | `pg_idgen.reserve_ms` | int ms | 1000 | sighup |
 //! | `pg_idgen.sequence_start` | enum | `vibrate` | user |
 //! | `pg_idgen.max_segments` | int | 256 | postmaster |
+//! | `pg_idgen.keyed_cache_size` | int | 100000 | postmaster |
 //! | `pg_idgen.lease_mode` | enum off/fixed/auto | off | postmaster |
 //! | `pg_idgen.registry` | string (conninfo), superuser-only to read | empty | sighup |
 //! | `pg_idgen.lease_range` | string `lo-hi` | `0-1023` | postmaster |
@@ -40,6 +41,9 @@ pub static MAX_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static RESERVE_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_SEGMENTS: GucSetting<i32> = GucSetting::<i32>::new(256);
 pub const MAX_SEGMENTS_LIMIT: i32 = 1_000_000;
+pub static KEYED_CACHE_SIZE: GucSetting<i32> = GucSetting::<i32>::new(100_000);
+pub const KEYED_CACHE_MIN: i32 = 1_000;
+pub const KEYED_CACHE_MAX: i32 = 100_000_000;
 pub static SEQUENCE_START: GucSetting<StartSetting> = GucSetting::<StartSetting>::new(StartSetting::Vibrate);
 pub static LEASE_MODE: GucSetting<LeaseMode> = GucSetting::<LeaseMode>::new(LeaseMode::Off);
 pub static REGISTRY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
@@ -359,6 +363,35 @@ fn define_lease_settings() {
     );
 }
 
+/// `pg_idgen.keyed_cache_size` (postmaster): how many keys' current values (and sections'
+/// floors) the keyed sequences' shared cache holds.
+fn define_keyed_cache_size() {
+    // As for max_segments: a value out of range refuses the start (not a WARNING and the default).
+    // SAFETY: GetConfigOption returns NULL or a string owned by guc.c, copied at once.
+    let raw = unsafe { pg_sys::GetConfigOption(c"pg_idgen.keyed_cache_size".as_ptr(), true, false) };
+    if !raw.is_null() {
+        let text = unsafe { CStr::from_ptr(raw) }.to_string_lossy().into_owned();
+        if !matches!(text.trim().parse::<i64>(), Ok(v) if (KEYED_CACHE_MIN as i64..=KEYED_CACHE_MAX as i64).contains(&v))
+        {
+            raise(
+                Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("invalid value for pg_idgen.keyed_cache_size: \"{text}\""),
+                Some("pg_idgen.keyed_cache_size must be an integer between 1000 and 100000000; the server does not start with it."),
+            );
+        }
+    }
+    GucRegistry::define_int_guc(
+        c"pg_idgen.keyed_cache_size",
+        c"Capacity of the keyed sequences' shared cache: keys' current values and sections' floors.",
+        c"About 48 bytes an entry. Keys not cached continue from their section's floor, so only speed depends on it. Fixed at server start.",
+        &KEYED_CACHE_SIZE,
+        KEYED_CACHE_MIN,
+        KEYED_CACHE_MAX,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+}
+
 /// The monitor's settings (`monitor`); only when preloaded (its worker is registered at start).
 fn define_monitor_settings() {
     GucRegistry::define_int_guc(
@@ -500,6 +533,7 @@ pub fn init(preloading: bool) {
     );
     if preloading {
         define_max_segments();
+        define_keyed_cache_size();
         define_lease_settings();
         define_monitor_settings();
         // Reserving the prefix later would drop the pg_idgen.layout placeholder read above.

@@ -15,6 +15,7 @@
 //!   decode ────> layouts ─> catalog        (uid_decode & co; custom layouts)
 //!   segment/ ──> catalog, lock, clock      (table, claim, config, errors, reserve, hot, admin,
 //!                                           status)
+//!   keyed/ ────> segment (backing, reserve), catalog, lock  (table, space, next, admin)
 //!   everything > errors, clock, lock, gucs; fmgr (PG_FUNCTION_INFO_V1 of the plain C functions)
 //!   The one cycle: shmem <─> wal.
 //! ```
@@ -32,6 +33,7 @@
 //! * [`decode`] — `uid_decode`, `snowflake_at`, `uid_compose`, `snowflake_layout`;
 //!   [`layouts`] — named and custom layouts;
 //! * [`segment`] — segment sequences (`segment_next()` & co);
+//! * [`keyed`] — keyed sequences (`keyed_next(space, key)` & co): a counter per bigint key;
 //! * [`mask`] — opaque public ids: `uid_mask`/`uid_unmask` (FF1), mask keys, text codes;
 //! * [`monitor`] — the monitor worker's warnings ahead of time, and the worker-slot count of the
 //!   `pg_idgen_metrics` view;
@@ -52,6 +54,7 @@ mod errors;
 mod fmgr;
 mod gucs;
 mod hooks;
+mod keyed;
 mod layouts;
 mod lease;
 mod lock;
@@ -80,7 +83,7 @@ pub extern "C-unwind" fn _PG_init() {
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
     errors::init();
     gucs::init(preloading);
-    catalog::init(&[layouts::invalidate, worker::invalidate, segment::invalidate]);
+    catalog::init(&[layouts::invalidate, worker::invalidate, segment::invalidate, keyed::invalidate]);
     mask::init();
     if preloading {
         hooks::init();

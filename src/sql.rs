@@ -50,6 +50,11 @@ extension_sql_file!(
         mask::admin::uid_mask_key_drop
     ]
 );
+extension_sql_file!(
+    "../sql/keyed.sql",
+    name = "keyed",
+    requires = [keyed::admin::keyed_create, keyed::admin::keyed_drop, keyed::next::keyed_status_shmem]
+);
 extension_sql_file!("../sql/migrate.sql", name = "migrate", requires = ["segment"]);
 extension_sql_file!(
     "../sql/monitor.sql",

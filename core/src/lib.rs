@@ -18,6 +18,7 @@ pub use generator::{
     next_id, next_id_fenced, Clock, GenError, Issued, LocalState, Policy, SequenceStart, WorkerState,
 };
 pub use layout::{FieldOrder, IdError, Layout, LayoutError, Parts, NAMED_LAYOUTS};
+pub mod keyed;
 pub mod segment;
 pub mod state_file;
 

@@ -21,12 +21,12 @@
 //! [`status`] (the `segment_status` view's functions). The DDL is in `sql/segment.sql`.
 
 mod admin;
-mod backing;
+pub(crate) mod backing;
 mod claim;
 mod config;
 mod errors;
 mod hot;
-mod reserve;
+pub(crate) mod reserve;
 mod status;
 mod table;
 

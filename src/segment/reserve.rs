@@ -40,7 +40,13 @@ pub(super) fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
 
 /// Makes everything inserted into WAL so far durable, and waits for synchronous standbys if any
 /// are configured, as a commit does.
-pub(super) fn flush_wal_and_wait_for_sync_standbys() {
+pub(crate) fn flush_wal_and_wait_for_sync_standbys() {
+    flush_wal_and_wait_for_sync_standbys_for("a segment reservation")
+}
+
+/// As [`flush_wal_and_wait_for_sync_standbys`]; `what` names what is being confirmed in the
+/// message of a cancelled wait.
+pub(crate) fn flush_wal_and_wait_for_sync_standbys_for(what: &str) {
     // The reserved values are shared by every session: whether synchronous standbys confirm them
     // must not depend on the synchronous_commit of the session that happens to reserve. A weaker
     // setting (off, local, remote_write) is raised to `on` for the wait, in a GUC nest level of
@@ -74,7 +80,7 @@ pub(super) fn flush_wal_and_wait_for_sync_standbys() {
     if !sync_standbys_reached(upto) {
         raise(
             Code::ERRCODE_QUERY_CANCELED,
-            "canceling statement: the wait for synchronous standbys to confirm a segment reservation was cancelled",
+            format!("canceling statement: the wait for synchronous standbys to confirm {what} was cancelled"),
             Some("The values reserved are skipped (a gap); they were not handed out."),
         );
     }
