@@ -15,6 +15,7 @@
 #                          cross-version integration scripts and the updates; then pg_upgrade
 #                          15 -> 18; a summary line per major and the time of every layer at the end
 #   make test PG=17        one major, every layer
+#   make test-docs         every relative link and #anchor of README.md and docs/ resolves (offline)
 #   make test-all          for a release: like make test, but every integration script, the client
 #                          libraries and the release package on every major (make test runs on 16
 #                          and 17 only the integration scripts marked cross-version and no client
@@ -85,7 +86,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 # the layers share each major's install dir (pgrx test installs a test build there): never in parallel
 .NOTPARALLEL:
 
-.PHONY: deps build install install-test run psql stop test test-matrix test-core test-pgrx \
+.PHONY: deps build install install-test run psql stop test test-matrix test-docs test-core test-pgrx \
         test-all test-regress test-integration test-clients test-ha test-upgrade test-extension-update test-package \
         test-monitoring test-monitoring-rules \
         test-assert bench pgenv package clean clean-servers
@@ -159,6 +160,11 @@ test:
 test-all:
 	FULL_INTEGRATION_MAJORS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
+
+# scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors
+test-docs:
+	@echo "=== documentation links: scripts/check-links.py README.md docs ==="
+	python3 scripts/check-links.py README.md docs
 
 test-core:
 	@echo "=== pure Rust: cargo test -p pg_idgen_core ==="

@@ -330,7 +330,7 @@ WITH med AS (
 ), idx AS (
     SELECT label, percentile_cont(0.5) WITHIN GROUP (ORDER BY bytes) AS bytes FROM bench_index GROUP BY label
 )
-SELECT format('Targets (issue 11): snowflake_next() INSERT %s× identity (target ≤ 1.0×: %s), %s× uuidv7() (≤ 0.5×: %s); index %s× uuidv7()''s (≤ 0.75×: %s).',
+SELECT format('Targets: snowflake_next() INSERT %s× identity (target ≤ 1.0×: %s), %s× uuidv7() (≤ 0.5×: %s); index %s× uuidv7()''s (≤ 0.75×: %s).',
               to_char(s.ns / i.ns, 'FM990.00'), CASE WHEN s.ns <= i.ns THEN 'met' ELSE 'missed' END,
               to_char(s.ns / v.ns, 'FM990.00'), CASE WHEN s.ns <= 0.5 * v.ns THEN 'met' ELSE 'missed' END,
               to_char(sx.bytes / vx.bytes, 'FM990.00'), CASE WHEN sx.bytes <= 0.75 * vx.bytes THEN 'met' ELSE 'missed' END)

@@ -14,7 +14,7 @@
 #       Every instance: shared_preload_libraries = pg_idgen (pgrx-config/postgresql.conf),
 #       wal_level = logical, replication slots / WAL senders / logical replication workers
 #       for 2 subscribing databases per node, and CREATE EXTENSION IF NOT EXISTS pg_idgen in DB.
-#       --lease: worker ids are leased instead (README "Leased worker ids"): the aggregator's DB
+#       --lease: worker ids are leased instead (docs/worker-ids.md, "Leased worker ids"): the aggregator's DB
 #       is the registry, node i runs pg_idgen.lease_mode = auto with node name nodei, the range
 #       W..W+N-1 and pg_idgen.lease_ttl = S seconds (default 10; lease_margin = S/5, at least 1);
 #       `status` then shows the id each node holds.

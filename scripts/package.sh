@@ -15,7 +15,8 @@
 #     stripped of debugging symbols (its dynamic symbols stay: PostgreSQL looks functions up).
 #   * otherwise (the servers from PyPI wheels, or any other install) a tarball,
 #       pg_idgen-<version>-pgNN-linux-<arch>.tar.gz
-#     with the same files under lib/ and extension/, the same documents under doc/, MANIFEST
+#     with the same files under lib/ and extension/, the same documents under doc/ (with the
+#     manual, doc/docs/*.md), MANIFEST
 #     (MD5 and path of each file), and install.sh / uninstall.sh that copy them into (remove
 #     them from) the directories of the pg_config given (PG_CONFIG=... ./install.sh); both
 #     refuse another major, and uninstall.sh removes only files that are still this package's.
@@ -117,6 +118,8 @@ else
     strip --strip-unneeded "$D/lib/pg_idgen.so"
     for f in $(ext_files); do install -m 644 "$TREE$EXTDIR/$f" "$D/extension/$f"; done
     install -m 644 "$ROOT/README.md" "$ROOT/CHANGELOG.md" "$ROOT/LICENSE" "$D/doc/"
+    # the manual beside the README, so that its relative links (docs/<page>.md) resolve
+    install -d -m 755 "$D/doc/docs" && install -m 644 "$ROOT"/docs/*.md "$D/doc/docs/"
     # MANIFEST: the MD5 and path of every installed file (uninstall.sh removes a file only if it
     # is still this package's copy: another installation's or a later version's is kept)
     (cd "$D" && find lib extension -type f | sort | xargs md5sum) > "$D/MANIFEST"

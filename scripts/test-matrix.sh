@@ -2,11 +2,11 @@
 # scripts/test-matrix.sh — `make test`: the test layers on one or more PostgreSQL majors.
 #
 # Usage: scripts/test-matrix.sh MAJOR...          (make test; make test PG=17 runs one major)
-#   One major:     every layer on it: core, pgrx, regress, integration, clients.
-#   Several:       core once (it does not depend on PostgreSQL), then pgrx, regress, integration
+#   One major:     every layer on it: docs, core, pgrx, regress, integration, clients.
+#   Several:       docs and core once (they do not depend on PostgreSQL), then pgrx, regress, integration
 #                  and clients on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
 #                  (default 15 -> 18) when both are in the list.
-#   Env: MATRIX_LAYERS="core rules pgrx regress integration clients monitoring ha extupdate package upgrade"
+#   Env: MATRIX_LAYERS="docs core rules pgrx regress integration clients monitoring ha extupdate package upgrade"
 #        restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
 #        CLIENT_MAJORS="15 18" the majors the client libraries run against ("all": every one; one
@@ -23,6 +23,7 @@
 #        PG_IDGEN_DEPS_SECS=N the time `make deps` took (.ci/run sets it), shown with the layers.
 #
 # Layers (each a make target, so it can be run alone):
+#   docs         relative links and #anchors of README.md, docs/  (make test-docs)
 #   core         cargo test -p pg_idgen_core                    (make test-core)
 #   rules        promtool check/test of prometheus/pg_idgen.rules.yml, once (make test-monitoring-rules)
 #   pgrx         cargo pgrx test pgNN --runas postgres          (make test-pgrx PG=NN)
@@ -50,7 +51,7 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 [ $# -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 MAJORS=("$@")
-LAYERS=${MATRIX_LAYERS:-core rules pgrx regress integration clients monitoring ha extupdate package upgrade}
+LAYERS=${MATRIX_LAYERS:-docs core rules pgrx regress integration clients monitoring ha extupdate package upgrade}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-15 18}
 RELEASE_PACKAGE_MAJORS=${RELEASE_PACKAGE_MAJORS:-15}
@@ -171,11 +172,18 @@ summary() {
         printf 'PG %-6s %s\n' "${VERSION[$m]:-$m}" "${SUMMARY[$m]:-not run}"
     done
     [ -z "${SUMMARY[upgrade]:-}" ] || echo "${SUMMARY[upgrade]}"
+    [ -z "${SUMMARY[docs]:-}" ] || echo "${SUMMARY[docs]}"
     [ -z "${SUMMARY[core]:-}" ] || echo "${SUMMARY[core]}"
     [ -z "${SUMMARY[rules]:-}" ] || echo "${SUMMARY[rules]}"
     times_table
     if [ ${#FAILED[@]} -gt 0 ]; then echo "FAILED: ${FAILED[*]}"; else echo "all passed"; fi
 }
+
+# ---- docs: once (no build, no server)
+if has_layer docs; then
+    run_layer any docs make --no-print-directory test-docs
+    SUMMARY[docs]="docs: $(grep -Eo '(all [0-9]+|[0-9]+ of [0-9]+) relative links' "$LAST_LOG" | tail -1) $(status $LAST_RC) ($(fmt $LAST_SECS))"
+fi
 
 # ---- core: once
 if has_layer core; then

@@ -1,7 +1,7 @@
 //! Catalog helpers shared by every module: where the extension's tables are, how the extension's
 //! own SQL runs, and the recovery checks of catalog writers.
 //!
-//! Security rules for every statement the extension runs (see README, "Security"):
+//! Security rules for every statement the extension runs (see docs/security.md):
 //!
 //! * The extension's schema is found by OID in Rust ([`extension_schema`]): a scan of
 //!   `pg_extension` through its OID index and `get_namespace_name`, quoted with
@@ -319,7 +319,7 @@ pub unsafe fn trigger_data(fcinfo: pg_sys::FunctionCallInfo, function: &str) -> 
     }
 }
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_catalog_changed);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_catalog_changed);
 
 /// Statement trigger on pg_idgen's catalog tables: every backend drops its cached copies at
 /// commit, whoever changed the table and however (functions, DML, pg_restore). A plain V1

@@ -5,7 +5,7 @@
 //! function's symbol exists in the new library) before anyone can run that update. So a symbol
 //! that a released version's SQL declares must stay, with the same calling convention: here, as
 //! a shim. (Functions that read the extension's tables refuse to work with an older version's
-//! objects anyway: `catalog::check_sql_version`.) The rule for releases is in the README,
+//! objects anyway: `catalog::check_sql_version`.) The rule for releases is in docs/contributing.md,
 //! "Releasing". Kept elsewhere, next to their successors because they share their code: 0.1.0's
 //! set-returning `uid_decode` forms (`decode.rs`, `sql = false`: symbols `uid_decode_wrapper`
 //! and `uid_decode_layout_wrapper`).
@@ -19,7 +19,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 // 0.1.0: the catalog trigger function was a pgrx wrapper, `pg_idgen_catalog_changed_wrapper`.
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_catalog_changed_wrapper);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_catalog_changed_wrapper);
 
 /// Same trigger, same behaviour (see `catalog::pg_idgen_catalog_changed`).
 #[unsafe(no_mangle)]
@@ -33,7 +33,7 @@ pub unsafe extern "C-unwind" fn pg_idgen_catalog_changed_wrapper(
 
 // 0.1.0 and 0.2.0: `snowflake_worker()` had four columns (symbol `snowflake_worker_wrapper`);
 // 0.3.0's has a fifth, `lease`, under the symbol `snowflake_worker_with_lease_wrapper`.
-crate::pg_function_info_v1!(pg_finfo_snowflake_worker_wrapper);
+crate::fmgr::pg_function_info_v1!(pg_finfo_snowflake_worker_wrapper);
 
 /// Only an older version's SQL names this symbol, and this library cannot fill its row type:
 /// it refuses with the version mismatch, as every function that reads the extension's tables does.

@@ -148,13 +148,13 @@ unsafe fn parts_datum(fcinfo: pg_sys::FunctionCallInfo, d: Decoded) -> pg_sys::D
     }
 }
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_uid_decode);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_uid_decode);
 
 /// `uid_decode(id bigint) RETURNS uid_parts`: splits an id of the server's layout into its time
 /// (ms precision), worker id and sequence (and the halves of a split worker field).
 /// IMMUTABLE although it reads `pg_idgen.layout`: that setting is fixed while the server runs
 /// and a change is refused until `snowflake_accept_layout()`, which warns about every index that
-/// depends on these functions (see README, "Volatility"). Declared in `sql/decode.sql`.
+/// depends on these functions (see docs/guarantees.md, "Volatility"). Declared in `sql/decode.sql`.
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn pg_idgen_uid_decode(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
@@ -166,7 +166,7 @@ pub unsafe extern "C-unwind" fn pg_idgen_uid_decode(fcinfo: pg_sys::FunctionCall
     }
 }
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_uid_decode_layout);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_uid_decode_layout);
 
 /// `uid_decode(id bigint, layout text) RETURNS uid_parts`: splits an id of any layout: a named
 /// one (`twitter`, `discord`, `sonyflake`, `js53`, ...), a custom one from `pg_idgen_layouts`,

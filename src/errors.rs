@@ -95,6 +95,17 @@ pub fn not_preloaded() -> ! {
     )
 }
 
+/// No worker id: neither `pg_idgen.worker_id` nor this database's `pg_idgen_worker` row (and no
+/// automatic lease). There is no silent default.
+#[cold]
+pub fn worker_id_not_configured() -> ! {
+    raise(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "pg_idgen worker id is not configured",
+        Some("Set pg_idgen.worker_id in postgresql.conf (or ALTER DATABASE ... SET pg_idgen.worker_id), or run SELECT set_worker_id(n) in this database, with a value unique across every node generating ids."),
+    )
+}
+
 /// Errors of encoding or decoding one id: the input was out of range.
 #[track_caller]
 pub fn id_error(e: IdError) -> ! {

@@ -9,12 +9,15 @@
 //!   hooks ─────> shmem, segment            (the one shared-memory hook chain)
 //!   snowflake ─> shmem ──> state_file      (generator state; its durable copy)
 //!                shmem <─> wal             (reservations are WAL-logged; redo raises them)
-//!                worker ─> catalog         (the worker id: setting or table)
-//!                lease ──> worker          (leased worker ids: lease::{shmem, worker, registry})
+//!                worker ─> catalog, lease  (the worker id: setting or table; the lease's state)
+//!                lease                     (leased worker ids: lease::{shmem, worker, registry};
+//!                                           the caller passes the configured worker id)
 //!   decode ────> layouts ─> catalog        (uid_decode & co; custom layouts)
-//!   segment/ ──> catalog, lock, clock      (table, claim, config, reserve, hot, admin, status)
+//!   segment/ ──> catalog, lock, clock      (table, claim, config, errors, reserve, hot, admin,
+//!                                           status)
 //!   keyed/ ────> segment (backing, reserve), catalog, lock  (table, space, next, admin)
-//!   everything > errors, clock, lock, gucs
+//!   everything > errors, clock, lock, gucs; fmgr (PG_FUNCTION_INFO_V1 of the plain C functions)
+//!   The one cycle: shmem <─> wal.
 //! ```
 //!
 //! * [`gucs`] — the `pg_idgen.*` settings and their validation;
@@ -36,32 +39,19 @@
 //!   `pg_idgen_metrics` view;
 //! * [`sql`] — the hand-written SQL in `sql/`, in install-script order; [`tables`] — reading the
 //!   extension's tables and sequences by OID, without SQL;
-//! * [`compat`] — C symbols that released versions' SQL names (kept until nothing can use them).
+//! * [`compat`] — C symbols that released versions' SQL names (kept until nothing can use them);
+//! * [`fmgr`] — `pg_function_info_v1!`, the version-1 marker of the plain C functions.
 
 #![deny(ffi_unwind_calls)]
 
 use pgrx::prelude::*;
-
-/// `PG_FUNCTION_INFO_V1` for the plain C functions (not `#[pg_extern]`): the `pg_finfo_<symbol>`
-/// function PostgreSQL looks up beside `<symbol>` to learn it uses the version-1 convention.
-/// Defined before the modules, which use it as `crate::pg_function_info_v1!(pg_finfo_<symbol>)`.
-#[macro_export]
-macro_rules! pg_function_info_v1 {
-    ($finfo:ident) => {
-        #[unsafe(no_mangle)]
-        #[doc(hidden)]
-        pub extern "C" fn $finfo() -> &'static ::pgrx::pg_sys::Pg_finfo_record {
-            const V1: ::pgrx::pg_sys::Pg_finfo_record = ::pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
-            &V1
-        }
-    };
-}
 
 mod catalog;
 mod clock;
 mod compat;
 mod decode;
 mod errors;
+mod fmgr;
 mod gucs;
 mod hooks;
 mod keyed;

@@ -68,7 +68,7 @@ fn check_instance() -> bool {
         layout.name,
         layout.canonical()
     );
-    let hint = "snowflake_next() fails from then on. Choose a layout whose time field ends later (a later epoch, more time bits or a longer unit; SELECT * FROM snowflake_layout() shows the end), check that its ids stay above every id issued so far, and change pg_idgen.layout before then (README, \"Bit layout\"; docs/monitoring.md).";
+    let hint = "snowflake_next() fails from then on. Choose a layout whose time field ends later (a later epoch, more time bits or a longer unit; SELECT * FROM snowflake_layout() shows the end), check that its ids stay above every id issued so far, and change pg_idgen.layout before then (docs/snowflake-ids.md, \"Bit layout\"; docs/monitoring.md).";
     match level {
         Urgency::None => {}
         Urgency::Warn => crate::errors::warn(

@@ -102,7 +102,7 @@ fn snowflake_next() -> i64 {
     check_layout_confirmed(sh);
     wait_for_recovery_floor(sh);
     // The configured worker id, or with leases the leased one while its lease is valid.
-    let worker = crate::lease::generation_worker();
+    let worker = crate::lease::generation_worker(crate::worker::configured());
     let layout = gucs::layout();
     let slot = shmem::slot_for(worker);
     let issued = LOCAL.with(|local| {

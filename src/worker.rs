@@ -1,4 +1,4 @@
-//! The worker id (SPEC §5): `pg_idgen.worker_id` if set, else this database's row in the
+//! The worker id: `pg_idgen.worker_id` if set, else this database's row in the
 //! extension table `pg_idgen_worker`, else an error — never a silent 0.
 //!
 //! The row records the cluster's `system_identifier`: a database restored or copied onto another
@@ -78,18 +78,6 @@ pub fn resolve_quietly() -> Option<i64> {
         })
         .map(|s| s.worker_id as i64)
         .or_else(|| crate::lease::summary().and_then(|(id, _)| id))
-}
-
-/// This session's worker id, resolved as SPEC §5 says; raises when there is none or when the
-/// stored one was made on another cluster.
-pub fn resolve() -> i64 {
-    configured().unwrap_or_else(|| {
-        raise(
-            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "pg_idgen worker id is not configured",
-            Some("Set pg_idgen.worker_id in postgresql.conf (or ALTER DATABASE ... SET pg_idgen.worker_id), or run SELECT set_worker_id(n) in this database, with a value unique across every node generating ids."),
-        )
-    })
 }
 
 /// The worker id this session configured (setting, else table row), None when neither; raises

@@ -36,7 +36,7 @@ pub struct Layout {
     pub worker_bits: u32,
     pub sequence_bits: u32,
     pub order: FieldOrder,
-    /// Discord's layout is published for decoding only (SPEC §3.1): it never generates.
+    /// Discord's layout is published for decoding only: it never generates.
     pub decode_only: bool,
     pub split: Option<WorkerSplit>,
 }
@@ -138,7 +138,7 @@ pub const DEFAULT_EPOCH_MS: i64 = 1_767_225_600_000;
 /// The largest integer a JavaScript number (an IEEE 754 double) holds exactly: 2^53 − 1.
 pub const JS_MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
-/// Names of every built-in layout, in the order the README lists them.
+/// Names of every built-in layout, in the order docs/snowflake-ids.md lists them.
 pub const NAMED_LAYOUTS: &[&str] = &[
     "default",
     "twitter",
@@ -182,7 +182,7 @@ impl Layout {
         }
     }
 
-    /// A built-in layout by name (SPEC §3.1).
+    /// A built-in layout by name (`default`, `twitter`, ..., and the decode-only `discord`).
     pub fn by_name(name: &str) -> Option<Layout> {
         use FieldOrder::*;
         let twitter_split = WorkerSplit { high_name: "datacenter_id", low_name: "worker_id", low_bits: 5 };
@@ -295,7 +295,7 @@ impl Layout {
         Ok(layout)
     }
 
-    /// A layout registered for decoding (SPEC §4): at most 63 bits (the unused top bits are
+    /// A layout registered for decoding (`uid_layout_register`): at most 63 bits (the unused top bits are
     /// always zero), or 64 of which the top time bit is the sign (Discord, Instagram); at least
     /// 20 time bits; 1–31 bits each for worker and
     /// sequence (they are SQL `int`s). `worker_low_bits` splits the worker field in two.
@@ -840,7 +840,7 @@ mod tests {
         assert_eq!(Layout::parse(&l.canonical()).unwrap().canonical(), l.canonical());
         // 1,024 ids per 10 ms per worker: 102,400 ids/s.
         assert_eq!((l.max_sequence() + 1) * 1000 / l.unit_ms as u64, 102_400);
-        // sequence_start = vibrate: 16 start values (README: id % 2^n balanced for n <= 4)
+        // sequence_start = vibrate: 16 start values (docs/snowflake-ids.md: id % 2^n balanced for n <= 4)
         assert_eq!(crate::generator::spread(l.sequence_bits), 16);
     }
 

@@ -1,4 +1,4 @@
-//! Worker id leases (issue 14): the arithmetic the server side shares between the lease worker
+//! Worker id leases: the arithmetic the server side shares between the lease worker
 //! and the hot path, kept here so that it is tested without a server.
 //!
 //! * The hot path reads one 64-bit word: the leased worker id + 1 in the high 24 bits (0: none)

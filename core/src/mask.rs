@@ -14,7 +14,7 @@
 //! and the Zcash radix-2 vectors) through [`ff1`], and compare `Bits` with the crate's
 //! `FlexibleNumeralString` on random inputs.
 //!
-//! Security claim and limits (also in the README, "Opaque public ids"):
+//! Security claim and limits (also in docs/public-ids.md):
 //! * FF1 is a NIST-approved FPE mode; its security rests on AES. For a domain of 2^63 points the
 //!   known attacks on FF1 (which need small domains, NIST SP 800-38G Rev. 1 raised the minimum to
 //!   a million points) do not apply; without the key, masked ids are indistinguishable from a

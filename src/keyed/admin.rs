@@ -151,7 +151,7 @@ fn keyed_drop(space: Option<&str>) {
     pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &s));
 }
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_keyed_link);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_keyed_link);
 
 /// Row trigger (AFTER INSERT OR UPDATE OF seq) on `pg_idgen_keyed_spaces`: the row's sequence
 /// becomes owned by the table's `seq` column (also after a restore, whose dump has no OWNED BY

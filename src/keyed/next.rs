@@ -204,7 +204,7 @@ unsafe fn arg_i64(fcinfo: pg_sys::FunctionCallInfo, i: usize) -> i64 {
     unsafe { arg(fcinfo, i, "key").value() as i64 }
 }
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_keyed_next);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_keyed_next);
 
 /// `keyed_next(space text, key bigint) RETURNS bigint`: the key's next value, increasing
 /// per (space, key) across every backend of the instance. A plain V1 function (no pgrx argument
@@ -216,7 +216,7 @@ pub unsafe extern "C-unwind" fn pg_idgen_keyed_next(fcinfo: pg_sys::FunctionCall
     unsafe { pg_sys::Datum::from(next_n(arg_text(fcinfo, 0), arg_i64(fcinfo, 1), 1)) }
 }
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_keyed_next_n);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_keyed_next_n);
 
 /// `keyed_next(space text, key bigint, n int) RETURNS bigint`: reserves the key's next
 /// `n` values (1 <= n <= the space's step) and returns the last of them; the caller owns
@@ -231,7 +231,7 @@ pub unsafe extern "C-unwind" fn pg_idgen_keyed_next_n(fcinfo: pg_sys::FunctionCa
     }
 }
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_keyed_last);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_keyed_last);
 
 /// `keyed_last(space text, key bigint) RETURNS bigint`: see [`last`].
 #[unsafe(no_mangle)]

@@ -1,4 +1,4 @@
-//! Worker id leases (issue 14): a node generates only while it holds a lease of its worker id in
+//! Worker id leases: a node generates only while it holds a lease of its worker id in
 //! a registry database, so that two live nodes can never generate with the same worker id.
 //!
 //! * [`worker`] — the background worker that claims, renews and releases the lease;
@@ -61,16 +61,18 @@ fn mode_name(mode: LeaseMode) -> &'static str {
     }
 }
 
-/// The worker id `snowflake_next()` generates with. Without leases: the session's configured id
-/// (`worker::resolve`). With leases: the leased id, if its lease is valid now and the session
-/// configured the same id or (auto mode) none; otherwise 55000 naming the reason and the holder.
+/// The worker id `snowflake_next()` generates with, given the id the session configured
+/// (`worker::configured()`: the setting, else the table row, else None). Without leases: that
+/// id, or 55000 "not configured". With leases: the leased id, if its lease is valid now and the
+/// session configured the same id or (auto mode) none; otherwise 55000 naming the reason and the
+/// holder. (The caller resolves the configured id, so that this module does not depend on
+/// `worker`, which asks it for the lease's state.)
 #[inline]
-pub fn generation_worker() -> i64 {
+pub fn generation_worker(configured: Option<i64>) -> i64 {
     let mode = gucs::lease_mode();
     if mode == LeaseMode::Off {
-        return crate::worker::resolve();
+        return configured.unwrap_or_else(|| crate::errors::worker_id_not_configured());
     }
-    let configured = crate::worker::configured();
     let Some(sh) = shmem::shared() else { crate::errors::not_preloaded() };
     let (id, until) = shmem::unpack(sh.word.load(Ordering::Acquire));
     if let Some(id) = id {
@@ -176,7 +178,7 @@ fn refuse(
     let (state, info) = sh.read();
     let valid = until > boottime_ms() as u64;
     if mode == LeaseMode::Fixed && configured.is_none() {
-        crate::worker::resolve(); // raises "not configured"
+        crate::errors::worker_id_not_configured();
     }
     if let (Some(c), Some(id), true) = (configured, id, valid) {
         if c != id {
@@ -221,7 +223,7 @@ fn refuse(
         ),
         State::Misconfigured | State::Exhausted => (
             format!("pg_idgen cannot generate: {info}"),
-            "Fix the pg_idgen lease settings (README \"Worker ids for a fleet\") and reload.",
+            "Fix the pg_idgen lease settings (documentation: docs/worker-ids.md, \"Leased worker ids\") and reload.",
         ),
     };
     let detail = (!info.is_empty()

@@ -364,8 +364,7 @@ impl Worker {
 /// issues at a tick it reserved before; the reservation is durable and never moves back, also
 /// across a crash restart), and the ids of the holders before it below the floor it inherited.
 /// Not capped by the current lease's limit: ids issued under an earlier lease of this server
-/// (before a crash restart, with the wall clock stepped back since) can lie above it (review 3,
-/// finding 8). The registry keeps LEAST(hwm_ms, bound), and hwm_ms is above every earlier limit.
+/// (before a crash restart, with the wall clock stepped back since) can lie above it. The registry keeps LEAST(hwm_ms, bound), and hwm_ms is above every earlier limit.
 fn release_bound(sh: &shmem::LeaseShared, id: i64) -> i64 {
     let issued = crate::shmem::reserved_until_ms(id);
     issued.max(sh.inherited_ms.load(Ordering::Acquire))

@@ -1,4 +1,4 @@
-//! Opaque public ids (SPEC §11, issue 15): `uid_mask`/`uid_unmask`, a keyed permutation of the
+//! Opaque public ids: `uid_mask`/`uid_unmask`, a keyed permutation of the
 //! non-negative bigints (FF1-AES-256 over 63 binary digits, `pg_idgen_core::mask`), named and
 //! versioned keys that ordinary roles use but cannot read, and short text codes (`uid_to_text`,
 //! `uid_from_text`: Crockford base32 and base62, `pg_idgen_core::codes`).

@@ -5,7 +5,8 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::claim::release;
-use super::config::{read_config, unknown_tag, validate_tag};
+use super::config::{read_config, validate_tag};
+use super::errors::{missing_sequence, unknown_tag};
 use super::reserve::flush_wal_and_wait_for_sync_standbys;
 use super::table::{my_db, MAX_MULTIPLE, MAX_NODES, MAX_STEP};
 use crate::catalog::{extension_schema, qualified_relation_name, RunAs};
@@ -190,16 +191,6 @@ pub(super) fn segment_create(
     release(db, tag);
     let t = tag.to_string();
     pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, move || release(db, &t));
-}
-
-/// A tag's backing sequence is gone (dropped by the owner of the extension's schema, which it can
-/// be, not being an extension member): no value can be reserved or trusted.
-pub(super) fn missing_sequence(seqoid: pg_sys::Oid) -> ! {
-    raise(
-        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        format!("the backing sequence (OID {}) of a segment tag does not exist", u32::from(seqoid)),
-        Some("It was dropped by hand. Values handed out before are unknown: recreate the tag with segment_create(tag, start => ...) above every value your tables hold."),
-    )
 }
 
 /// Drops a segment tag and its sequence (superuser only).

@@ -25,7 +25,7 @@ use pgrx::prelude::*;
 use crate::catalog::{qualified_relation_name, PinnedSearchPath};
 use crate::errors::{raise, Code};
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_segment_link);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_segment_link);
 
 /// Row trigger (AFTER INSERT OR UPDATE OF seq) on `pg_idgen_segments`: the row's sequence
 /// becomes owned by the table's `seq` column. A plain V1 function, like the catalog trigger,

@@ -5,7 +5,8 @@
 use pg_idgen_core::segment::Buffers;
 use pgrx::pg_sys;
 
-use super::config::{read_config, unknown_tag, TagConfig};
+use super::config::{read_config, TagConfig};
+use super::errors::{missing_sequence, unknown_tag};
 use super::table::{entry_ptr, header, my_db, Entry, Header, Held, HEADER, MAX_TAG_BYTES};
 use crate::catalog::relation_exists_locked;
 use crate::errors::{raise, Code};
@@ -85,7 +86,7 @@ pub(super) fn find_or_claim(tag: &str) -> Found {
         // Not a concurrent drop if the row is still there, unchanged: its sequence was dropped
         // by hand (the owner of the extension's schema can), or never restored.
         if read_config(tag).is_some_and(|c| c.seqoid == cfg.seqoid) {
-            super::admin::missing_sequence(cfg.seqoid);
+            missing_sequence(cfg.seqoid);
         }
     }
     raise(

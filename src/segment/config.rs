@@ -19,14 +19,6 @@ pub(super) fn validate_tag(tag: &str) {
     }
 }
 
-pub(super) fn unknown_tag(tag: &str) -> ! {
-    raise(
-        Code::ERRCODE_UNDEFINED_OBJECT,
-        format!("segment tag \"{tag}\" does not exist"),
-        Some("Create it with segment_create(tag) (as a superuser); SELECT tag FROM segment_status lists the tags of this database."),
-    )
-}
-
 /// A tag's row of pg_idgen_segments, as the hot path needs it.
 pub(super) struct TagConfig {
     pub(super) seqoid: pg_sys::Oid,

@@ -116,7 +116,7 @@ pub(crate) unsafe fn text_bytes<'a>(d: pg_sys::Datum) -> &'a [u8] {
     }
 }
 
-crate::pg_function_info_v1!(pg_finfo_pg_idgen_segment_next);
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_segment_next);
 
 /// `segment_next(tag text) RETURNS bigint STRICT`: the next value of `tag`, unique and
 /// increasing across all backends of the instance. A plain V1 function (declared in the

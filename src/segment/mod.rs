@@ -1,4 +1,4 @@
-//! Segment sequences (SPEC §6): dense 64-bit counters per tag, handed out from shared memory in
+//! Segment sequences: dense 64-bit counters per tag, handed out from shared memory in
 //! durable batches ("segments"), Meituan Leaf's segment mode with its double buffer.
 //!
 //! Durability design. Each tag is backed by a real PostgreSQL sequence (created by
@@ -14,8 +14,9 @@
 //! ([`backing`]); the tag metadata lives in `pg_idgen_segments`, registered with
 //! `pg_extension_config_dump`. A restart only forgets the cached remainder (gaps, never reuse).
 //!
-//! Files: [`backing`] (the sequences' link to the tags table), [`table`] (the shared table, its locks and the locking protocol), [`claim`] (finding and
-//! claiming a tag's entry), [`config`] (a tag's stored configuration), [`reserve`] (durable
+//! Files: [`backing`] (the sequences' link to the tags table), [`table`] (the shared table, its
+//! locks and the locking protocol), [`claim`] (finding and claiming a tag's entry), [`config`] (a
+//! tag's stored configuration), [`errors`] (unknown tag, missing sequence), [`reserve`] (durable
 //! reservations and refills), [`hot`] (`segment_next`), [`admin`] (create, drop, set),
 //! [`status`] (the `segment_status` view's functions). The DDL is in `sql/segment.sql`.
 
@@ -23,6 +24,7 @@ mod admin;
 pub(crate) mod backing;
 mod claim;
 mod config;
+mod errors;
 mod hot;
 pub(crate) mod reserve;
 mod status;

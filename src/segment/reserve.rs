@@ -3,9 +3,9 @@
 
 use pg_idgen_core::segment::{next_multiple, Buffers, Segment, Take};
 
-use super::admin::missing_sequence;
 use super::claim::release_claim;
-use super::config::{read_config, unknown_tag, TagConfig};
+use super::config::{read_config, TagConfig};
+use super::errors::{missing_sequence, unknown_tag};
 use crate::tables;
 use pgrx::pg_sys;
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/clients/run.sh — `make test-clients [PG=NN]`: pg_idgen ids through the client libraries
-# applications use, each one the library's own way (the README's section "From your
-# application" shows the snippets these programs run, marked "README snippet" in them).
+# applications use, each one the library's own way (docs/clients.md, "From your
+# application" shows the snippets these programs run, marked "docs snippet" in them).
 #
 # Usage: tests/clients/run.sh [CLIENT...]   (default: all, in this order)
 #   psycopg sqlalchemy django asyncpg   Python (tests/clients/python/, venv from scripts/deps.sh)
@@ -88,7 +88,7 @@ run_client() {
     local out=$TMP/$name.out t0=$SECONDS rc=0 db=${name//-/_}
     say "--- $name"
     # a database of its own with the extension: every program's table is just `orders`, as in
-    # the README's snippets
+    # the snippets of docs/clients.md
     "$CL" psql "$cluster" -c "CREATE DATABASE $db" >/dev/null \
         && PGDATABASE=$db "$CL" psql "$cluster" -c "CREATE EXTENSION pg_idgen" >/dev/null \
         && env PGHOST="$("$CL" sockdir "$cluster")" PGPORT="$("$CL" port "$cluster")" PGUSER=postgres \

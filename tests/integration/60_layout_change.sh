@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 60_layout_change — the persisted generator state records its layout (SPEC §2): a server
+# 60_layout_change — the persisted generator state records its layout: a server
 # restarted with another pg_idgen.layout refuses to generate (55000) until a superuser confirms
 # with snowflake_accept_layout(); a clean restart with the same layout continues without a jump
 # (the exact last time is persisted at shutdown), and ids keep increasing across all of it.

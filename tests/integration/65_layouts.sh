@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 65_layouts — custom layouts across sessions and through pg_dump/pg_restore (SPEC §4, §8):
+# 65_layouts — custom layouts across sessions and through pg_dump/pg_restore:
 # a session that already decoded with a custom layout sees another session's drop and
 # re-registration at its next statement (the catalog trigger's relcache invalidation), and a
 # database restored from pg_dump keeps its custom layouts (pg_extension_config_dump).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 66_js_safe — JavaScript-safe layouts (SPEC §11): ids that stay <= 2^53 - 1 for the layout's
+# 66_js_safe — JavaScript-safe layouts: ids that stay <= 2^53 - 1 for the layout's
 # whole lifetime, and an error (never a wrap) when a narrow layout's time field runs out.
 #   A  a cluster started with pg_idgen.layout = js53 and worker id 37: 100,000 ids from 4
 #      concurrent sessions, all <= 9007199254740991, distinct, increasing in each session's

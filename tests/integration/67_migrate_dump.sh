@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 67_migrate_dump — uid_migrate_key (README "Migrating an existing key") on real data, then
+# 67_migrate_dump — uid_migrate_key (docs/migrating.md) on real data, then
 # pg_dump / pg_restore into a fresh database:
 #   a bigserial key with 20,000 rows, a table whose foreign key references it and a view on it;
 #   an integer serial key (converted with to_bigint => true, with its referencing column); a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 70_worker_table — worker ids from the extension's catalog table (SPEC §5, issue 5):
+# 70_worker_table — worker ids from the extension's catalog table (the setting, else the table, else an error):
 #  A. resolution GUC -> table -> error: with pg_idgen.worker_id = -1, snowflake_next() fails with
 #     55000 "not configured"; set_worker_id(42) stores the id (ids decode to 42, snowflake_worker()
 #     says 'table', confirmed, this cluster's system_identifier; 'setting' rows have confirmed NULL;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# 71_segment_concurrency: segment_next() shared by concurrent sessions (SPEC §6).
+# 71_segment_concurrency: segment_next() shared by concurrent sessions: one instance-wide
+# order, no value twice.
 #  4 psql clients at once, 250,000 values each of one tag (step 1000):
 #  * all 1,000,000 values distinct;
 #  * each client's values strictly increasing in its call order g;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 72_segment_durability: no value is ever handed out twice (SPEC §6), whatever happens to the
+# 72_segment_durability: no value is ever handed out twice, whatever happens to the
 # caller's transaction or the server. A "before" maximum is taken from values a client saw;
 # after each event a fresh value must be greater.
 #  A. ROLLBACK: values handed out in a rolled-back transaction are not handed out again.

@@ -65,8 +65,8 @@ check "the original database's tag continues its own sequence" "$(q "$C" "SELECT
 
 # pg_restore --clean into the same database (roll it back to the dump) while a backend keeps the
 # tag's segment cached in shared memory: DROP EXTENSION ran no segment_drop, so that entry still
-# holds values of the dropped sequence; the restored tag must never serve them (review: values
-# came out twice), only values of the restored sequence, each once.
+# holds values of the dropped sequence; the restored tag must never serve them (they would come
+# out twice), only values of the restored sequence, each once.
 q "$C" "SELECT segment_next('inv') FROM generate_series(1, 200)" >/dev/null   # past the dump: segments cached above it
 cached=$(q "$C" "SELECT cursor FROM segment_status WHERE tag = 'inv'")
 "$PGBIN/pg_restore" -h "$SOCK" -p "$PORT" -U postgres --clean --if-exists -d postgres "$TMP/db.dump" 2>"$TMP/clean.err" \

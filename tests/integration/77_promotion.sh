@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# 75_promotion — a streaming standby promoted with its clock behind (SPEC §3.3, issue 5).
+# 77_promotion — a streaming standby promoted with its clock behind: no id at or below the old
+# primary's.
 #  1. primary (worker id 7) generates ids continuously (one session, batches of 1000, every id
 #     kept in return order); meanwhile `cluster.sh standby` takes pg_basebackup -R -X stream of it
 #     into another cluster directory and starts it on another port: preloaded, worker id 7, under
 #     libfaketime (offset +0).
 #  2. hot standby, replayed up to the primary's WAL position after the last id: pg_is_in_recovery,
 #     snowflake_next() -> 25006 "during recovery", set_worker_id() / clear_worker_id() -> 25006
-#     (SPEC §8: what must write fails with 25006 on a standby), snowflake_worker(), uid_layouts()
+#     (what must write fails with 25006 on a standby), snowflake_worker(), uid_layouts()
 #     and uid_decode (server layout and a custom layout registered on the primary) work,
 #     snowflake_stats() shows worker 7's reserved_until >= the last id's time (replayed WAL).
 #  3. the primary generates some more; its largest id M is recorded, the standby replays up to

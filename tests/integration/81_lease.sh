@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 81_lease — worker ids leased from a registry (issue 14), on loopback: a registry cluster (the
+# 81_lease — worker ids leased from a registry, on loopback: a registry cluster (the
 # pg_idgen extension in database postgres) and nodes with pg_idgen.lease_ttl = 6 s,
 # pg_idgen.lease_margin = 1 s, ports 28983-28990 and 28998 (+ IT_PORT_OFFSET).
 #  1. three nodes in auto mode (lease_range 0-9, node names n1-n3) get three distinct ids; the

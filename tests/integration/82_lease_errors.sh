@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 82_lease_errors — worker id leases (issue 14): settings and registry errors, retirement. Two
+# 82_lease_errors — worker id leases: settings and registry errors, retirement. Two
 # clusters on ports 28991-28992 (+ IT_PORT_OFFSET); node A is also the registry (database reg):
 # any server of a fleet can be it.
 #  1. the server refuses to start with an invalid pg_idgen.lease_range (not a range; in auto mode,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 84_lease_fence — a snowflake_next() call that passed the lease check and then blocked must not
-# issue an id once the lease is lost (issue 14, review finding 2: the lease is checked again
-# after the id's time is fixed, immediately before the id is issued). Three clusters on ports
+# issue an id once the lease is lost (the lease is checked again after the id's time is
+# fixed, immediately before the id is issued). Three clusters on ports
 # 29001-29003 (+ IT_PORT_OFFSET): R the registry (leases off), N1 and N2 in fixed mode for worker
 # id 7, N1 under libfaketime.
 #  1. N1 holds 7 and generates. Its clock steps back 55 s; a session (max_wait_ms 60 s) calls
@@ -9,7 +9,7 @@
 #  2. N1 is cut off from the registry (reload to a closed port): its lease runs out locally; N2
 #     takes 7 once the registry's lease expired, and generates.
 #  3. N1's clock is restored and the waiting call woken (reload): it fails with 55000 "ended while
-#     this call was generating" — before the fix it issued an id of worker 7 after N2 took 7.
+#     this call was generating" — it must not issue an id of worker 7 after N2 took 7.
 #  4. No id of N1 is also an id of N2; N1 refuses new calls.
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail

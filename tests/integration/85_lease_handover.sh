@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # 85_lease_handover — when a worker id passes from one node to another, the new holder continues
-# above every id of the old one, whatever their clocks say (issue 14, review findings 3 and 4:
-# the registry row carries a high-water mark, hwm_ms: the holder's bound, raised at each claim
+# above every id of the old one, whatever their clocks say (the registry row carries a high-water mark, hwm_ms: the holder's bound, raised at each claim
 # and renewal, set to its exact bound at a release; a taker raises its generator to it). Three
 # clusters on ports 29005-29007 (+ IT_PORT_OFFSET): R the registry (leases off), N1 and N2 in
 # fixed mode for worker id 7 (ttl 10 s, margin 4 s, max_drift_ms 10 s), both under libfaketime.
 #  1. N2's clock is 3 s behind N1's (less than the margin). N1 generates, stops cleanly (its
 #     release is taken at once); N2 takes 7 and generates: every id of N2 is above every id of
-#     N1, no id twice (before the fix N2 issued ids 3 s below N1's).
+#     N1, no id twice (N2's clock is 3 s behind N1's).
 #  2. N2's generator runs 5 s ahead of the real time (its clock stepped +5 s, then back to -3 s):
 #     N2 stops cleanly; N1 (real clock) takes 7: its ids are above N2's, no id twice (before the
 #     fix N1 issued ids within N2's).

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # 86_lease_choose_claim — in auto mode the choice of a free worker id and its claim run in one
-# registry transaction under a lock of pg_idgen_leases (issue 14, review finding 8: the choice committed,
-# releasing the lock, before the claim, so two nodes could choose the same id and one lose the
-# race). Three clusters on ports 29008-29010 (+ IT_PORT_OFFSET): R the registry, logging every
+# registry transaction under a lock of pg_idgen_leases (a choice committed before its claim would
+# release the lock, so two nodes could choose the same id and one lose the race). Three clusters on ports 29008-29010 (+ IT_PORT_OFFSET): R the registry, logging every
 # statement with its virtual transaction id; A and B in auto mode, started together.
 #  1. A and B hold distinct ids; neither had a claim refused (conflicts = 0).
 #  2. In R's log, every choice (SELECT COALESCE …) and the claim (INSERT … pg_idgen_leases) that

@@ -2,14 +2,14 @@
 # 87_lease_registry_clock — a registry clock stepped FORWARD ends leases early in the registry;
 # the holder still counts its lease valid (its own CLOCK_MONOTONIC). A taker must therefore see
 # the holder's row unchanged (same token and renewed_at) for a full ttl on its own monotonic
-# clock before it takes an expired lease (issue 14, review finding 5). Three clusters on ports
+# clock before it takes an expired lease. Three clusters on ports
 # 29011-29013 (+ IT_PORT_OFFSET): R the registry under libfaketime, N1 and N2 in fixed mode for
 # worker id 7 (ttl 6 s, margin 1 s).
 #  1. N1 holds 7, N2 is refused.
 #  2. N1 is cut off from the registry (reload to a closed port) and R's clock steps +35 s: N1's
 #     lease is expired by R's clock at once, while N1 still generates for up to 5 s.
-#  3. N2 takes 7 only once N1's local validity has ended (before the fix: within a second of the
-#     step, while N1 still generated); no id of N1 is also one of N2.
+#  3. N2 takes 7 only once N1's local validity has ended (not within a second of the
+#     step, while N1 still generates); no id of N1 is also one of N2.
 #  4. N2 holds 7 with lease_ttl 20, N1 has 6: N2 cut off, R's clock forward again; N1 takes 7 only
 #     once N2's validity has ended (it waits the holder's ttl, the longer one).
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
@@ -65,8 +65,8 @@ check "3: ids issued by both" "$(grep -hE '^[0-9]+$' "$TMP/n1.ids" "$TMP/n2.ids"
 # ---- 4. nodes with different lease_ttl: the taker waits the holder's ttl, not its own ----
 # N2 (the holder now) renews with lease_ttl 20 (valid 19 s after each renewal); N1 keeps 6. N2 is
 # cut off and R's clock steps forward again: by R's clock N2's lease has ended. N1 must still
-# watch N2's row unchanged for 20 s, not 6 (review finding 7: with its own 6 s it took 7 while N2
-# was still valid for up to 13 s).
+# watch N2's row unchanged for 20 s, not 6 (the longer of the two ttls: with its own 6 s it would
+# take 7 while N2 was still valid for up to 13 s).
 q "$N2" "ALTER SYSTEM SET pg_idgen.lease_ttl = 20" "SELECT pg_reload_conf()" >/dev/null
 ttl_is_20() { [ "$(q "$R" "SELECT round(extract(epoch FROM lease_until - renewed_at)) FROM pg_idgen_leases WHERE worker_id = 7")" = 20 ]; }
 wait_for "4: N2 renews with lease_ttl 20 (the registry row's lease is 20 s long)" ttl_is_20

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 88_lease_registry_switch — a node keeps the registry that granted its lease until a restart
-# (issue 14, review finding 6: a reload of pg_idgen.registry to another registry kept the lease's
-# validity and token, while the other registry could grant the id to another node). Three
+# (a reload of pg_idgen.registry to another registry must not keep the lease's validity and
+# token, since the other registry could grant the id to another node). Three
 # clusters on ports 29015-29017 (+ IT_PORT_OFFSET): R1 and R2 two registries, N in fixed mode.
 #  1. N holds worker id 7 in R1.
 #  2. N reloaded to R2: 'misconfigured' naming the other registry, its validity ends at once

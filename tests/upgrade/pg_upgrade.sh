@@ -9,7 +9,7 @@
 #   `inv` (step 100) with 2,000 values through DEFAULT segment_next('inv'); the state file.
 # Clean shutdown; initdb of the new cluster (TO; --no-data-checksums on 18, to match);
 # pg_upgrade --check, pg_upgrade; copy $PGDATA/pg_idgen/ (the generator state: pg_upgrade
-# copies relations, not files of extensions) — the documented procedure, README "Upgrading
+# copies relations, not files of extensions) — the documented procedure, docs/operations.md, "Upgrading
 # PostgreSQL". Then on the new cluster:
 #   * the rows, the worker table row (5), the registered layout and the segment tag arrived;
 #     ids decode the same as before (server layout and the custom layout);

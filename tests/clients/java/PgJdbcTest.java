@@ -40,7 +40,7 @@ public class PgJdbcTest {
         return String.join(",", names);
     }
 
-    // --- README snippet (JDBC): the key of one row; name the key column
+    // --- docs snippet (JDBC): the key of one row; name the key column
     static long insertOrder(Connection conn, int n, String note) throws SQLException {
         try (PreparedStatement ps = conn.prepareStatement(
                 "INSERT INTO orders (n, note) VALUES (?, ?)", new String[] {"id"})) {
@@ -94,7 +94,7 @@ public class PgJdbcTest {
             eq("getGeneratedKeys() after RETURN_GENERATED_KEYS has every column (the pitfall)",
                keyColumns(conn, -2, null), "id,n,note");
 
-            // --- README snippet (JDBC): a batch, keys in batch order
+            // --- docs snippet (JDBC): a batch, keys in batch order
             conn.setAutoCommit(false);
             List<Long> batchIds = new ArrayList<>();
             try (PreparedStatement ps = conn.prepareStatement(

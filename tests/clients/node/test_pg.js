@@ -62,7 +62,7 @@ const DECODE = `SELECT DISTINCT d.worker_id FROM orders t CROSS JOIN LATERAL uid
 
 async function insertAll(db) {
   await db.query(`CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_next(), n int NOT NULL UNIQUE, note text)`);
-  // --- README snippet (node-postgres): the key of one row, then a batch in one statement
+  // --- docs snippet (node-postgres): the key of one row, then a batch in one statement
   const { rows: [order] } = await db.query(
     `INSERT INTO orders (n, note) VALUES ($1, $2) RETURNING id`, [0, 'one']);
   const ns = Array.from({ length: ROWS }, (_, i) => i + 1);
@@ -110,7 +110,7 @@ async function defaultLayout() {
       own === sameText && other + none > 0,
       `${own} own row, ${other} a different existing row, ${none} no row, of ${server.length}`);
 
-    // --- README snippet (node-postgres): ids as BigInt
+    // --- docs snippet (node-postgres): ids as BigInt
     const big = new pg.Client({
       types: { getTypeParser: (oid, format) => (oid === 20 ? BigInt : pg.types.getTypeParser(oid, format)) },
     });
@@ -142,7 +142,7 @@ async function defaultLayout() {
 }
 
 async function js53Layout() {
-  // --- README snippet (node-postgres, js53 layout only): ids as plain Numbers
+  // --- docs snippet (node-postgres, js53 layout only): ids as plain Numbers
   const db = new pg.Client({
     types: { getTypeParser: (oid, format) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format)) },
   });

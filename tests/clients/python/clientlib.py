@@ -55,7 +55,7 @@ class Checks:
                        short(got) if got == want else f"got {short(got)}, want {short(want)}")
 
     def raises(self, check, exc_type, fn):
-        """fn() must raise exc_type (a documented pitfall that the README works around)."""
+        """fn() must raise exc_type (a documented pitfall that docs/clients.md works around)."""
         try:
             fn()
         except exc_type as e:

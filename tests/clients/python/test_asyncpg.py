@@ -11,7 +11,7 @@ async def run(c):
     try:
         await conn.execute("CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_next(),"
                            " n int NOT NULL UNIQUE, note text)")
-        # --- README snippet (asyncpg): the key of one row, then a batch
+        # --- docs snippet (asyncpg): the key of one row, then a batch
         order_id = await conn.fetchval(
             "INSERT INTO orders (n, note) VALUES ($1, $2) RETURNING id", 0, "one")
         await conn.executemany("INSERT INTO orders (n, note) VALUES ($1, $2)",
@@ -34,7 +34,7 @@ async def run(c):
              not misses, f"{len(misses)} wrong, first: {misses[:3]}" if misses else "")
 
         # The pitfall: an id that arrives as text (JSON, a URL) is refused, not converted.
-        # --- README snippet (asyncpg): ids from text must become ints first
+        # --- docs snippet (asyncpg): ids from text must become ints first
         id_from_json = str(order_id)
         row = await conn.fetchrow("SELECT n FROM orders WHERE id = $1", int(id_from_json))
         # ---

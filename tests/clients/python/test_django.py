@@ -20,7 +20,7 @@ from django.db.models import Func  # noqa: E402
 from django.db.models.expressions import DatabaseDefault  # noqa: E402
 
 
-# --- README snippet (Django)
+# --- docs snippet (Django)
 class Order(models.Model):
     id = models.BigIntegerField(
         primary_key=True,
@@ -51,7 +51,7 @@ def body(c):
         cur.execute(DEFAULT_SQL.format(table=Order._meta.db_table))
         c.eq("the table's id DEFAULT is snowflake_next()", cur.fetchone()[0], "snowflake_next()")
 
-    # --- README snippet (Django): create() and save() set the key
+    # --- docs snippet (Django): create() and save() set the key
     order = Order.objects.create(n=0, note="one")   # INSERT ... RETURNING "id"
     # ---
     c.eq("create() sets the key to an int", type(order.pk), int)
@@ -65,7 +65,7 @@ def body(c):
          f"pk types: {sorted({type(o.pk).__name__ for o in plain})}")
     Order.objects.filter(n__lt=0).delete()
 
-    # --- README snippet (Django): a batch with its keys
+    # --- docs snippet (Django): a batch with its keys
     batch = bulk_create_with_ids(Order, [Order(n=n, note=f"row {n}") for n in range(1, ROWS + 1)])
     # ---
     c.ok(f"bulk_create_with_ids(): all {ROWS} objects hold int keys",

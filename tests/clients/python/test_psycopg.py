@@ -10,14 +10,14 @@ def body(c):
                      " n int NOT NULL UNIQUE, note text)")
         held = {}
 
-        # --- README snippet (psycopg): the key of one row
+        # --- docs snippet (psycopg): the key of one row
         cur = conn.execute("INSERT INTO orders (n, note) VALUES (%s, %s) RETURNING id", (0, "one"))
         order_id = cur.fetchone()[0]  # a Python int: exact, no size limit
         # ---
         c.eq("single INSERT ... RETURNING id gives an int", type(order_id), int)
         held[0] = order_id
 
-        # --- README snippet (psycopg): a batch, keys in input order
+        # --- docs snippet (psycopg): a batch, keys in input order
         with conn.cursor() as cur:
             cur.executemany("INSERT INTO orders (n, note) VALUES (%s, %s) RETURNING n, id",
                             [(n, f"row {n}") for n in range(1, ROWS + 1)], returning=True)

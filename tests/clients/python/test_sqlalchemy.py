@@ -18,7 +18,7 @@ class Base(DeclarativeBase):
     pass
 
 
-# --- README snippet (SQLAlchemy)
+# --- docs snippet (SQLAlchemy)
 class Order(Base):
     __tablename__ = "orders"
     # monotonic=True (new in 2.1): ids of one INSERT grow in row order, so a flush of many
@@ -62,7 +62,7 @@ def body(c):
              "snowflake_next()")
 
     with Session(engine) as s:
-        # --- README snippet (SQLAlchemy): the key after a flush; a batch of objects
+        # --- docs snippet (SQLAlchemy): the key after a flush; a batch of objects
         order = Order(n=0, note="one")
         s.add(order)
         s.flush()                    # INSERT ... RETURNING id: order.id is set

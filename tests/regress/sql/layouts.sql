@@ -1,4 +1,4 @@
--- Decoding and composing ids of every layout (SPEC §3.1, §4), custom layouts in the catalog,
+-- Decoding and composing ids of every layout, custom layouts in the catalog,
 -- and their errors.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_idgen;

@@ -1,4 +1,4 @@
--- Opaque public ids (SPEC §11, issue 15): uid_mask/uid_unmask (FF1-AES-256 over 63 bits),
+-- Opaque public ids: uid_mask/uid_unmask (FF1-AES-256 over 63 bits),
 -- mask keys and their privileges, text codes.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_idgen;

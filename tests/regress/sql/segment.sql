@@ -1,4 +1,4 @@
--- The segment sequence SQL contract (SPEC §6, §8): create/next/drop/set, the segment_status
+-- The segment sequence SQL contract: create/next/drop/set, the segment_status
 -- view, stride, adaptive step, privileges and every error message.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_idgen;

@@ -156,7 +156,7 @@ SELECT :'id_text' ~ '^[1-9][0-9]{0,18}$' AS decimal_text,
        pg_typeof(snowflake_next_text()) AS type;
 SELECT json_build_object('id', snowflake_next_text())::text ~ '^\{"id" : "[1-9][0-9]*"\}$' AS json_string;
 SELECT p.provolatile, p.proparallel, p.proisstrict FROM pg_proc p WHERE p.proname = 'snowflake_next_text';
--- a literal without an offset is read in the session's TimeZone (README: give instants with an
+-- a literal without an offset is read in the session's TimeZone (docs/snowflake-ids.md: give instants with an
 -- offset): in Europe/Berlin '2026-11-01' is 2026-10-31 23:00 UTC; with the offset it is not
 SET TimeZone = 'Europe/Berlin';
 SELECT snowflake_at('2026-11-01') = snowflake_at('2026-10-31 23:00+00') AS naive_is_berlin_midnight,

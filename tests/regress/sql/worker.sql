@@ -1,4 +1,4 @@
--- The worker id (SPEC §5): setting, then this database's catalog row, then an error.
+-- The worker id: setting, then this database's catalog row, then an error.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_idgen;
 

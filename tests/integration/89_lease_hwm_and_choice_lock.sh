@@ -1,33 +1,36 @@
 #!/usr/bin/env bash
-# 89_lease_review3 — findings of the third lease review (issue 14). Clusters on ports 29020-29024
+# 89_lease_hwm_and_choice_lock — a lease's high-water mark survives a release after a crash
+# restart, a floor inherited with one worker id is never used for another, and no role without
+# privileges on pg_idgen_leases can block auto mode's choice. Clusters on ports 29020-29024
 # (+ IT_PORT_OFFSET): R the registry (leases off), A and B in fixed mode for worker id 3, C for
 # worker id 5, D in fixed mode with its worker id set by ALTER SYSTEM, E in auto mode.
 #  1. A release after a crash restart keeps the high-water mark: A generates, its reservation
 #     passes, a CHECKPOINT, a backend is killed (-9): the crash restart folds the passed
 #     reservation into the floor and WAL redo (from the checkpoint) does not bring the slot back.
 #     A's clean stop then releases worker id 3: the row's hwm_ms must still be above A's last id
-#     (before the fix the release sent 0, hwm_ms became 0, and B, its clock behind, issued ids
-#     equal to A's). B then takes 3 and never issues an id at or below A's last id.
+#     (a release that sent 0 would set hwm_ms to 0 and let B, its clock behind, issue ids equal
+#     to A's). B then takes 3 and never issues an id at or below A's last id.
 #  2. The floor inherited with one worker id does not stand for another: B releases 3; C (fixed
 #     5) generates after B's bound and releases 5, whose bound is then above 3's; D takes 5, then
 #     a reload of pg_idgen.worker_id makes it take 3: its generator for 3 must be raised to 3's
-#     bound before it generates (before the fix the floor was compared with the one of 5, the
-#     raise skipped, and D, its clock 2 s behind B's, issued 111,865 ids equal to B's).
+#     bound before it generates (comparing with the floor of 5 instead would skip the raise, and
+#     D, its clock 2 s behind B's, would issue ids equal to B's: 111,865 of them when this was seen).
 #  3. A role that may only connect to the registry database cannot stop auto mode's choice: it
 #     holds the advisory lock the choice used to take (pg_advisory_lock(1885956460, 1)) and
 #     cannot lock pg_idgen_leases; E (auto, its registry role with the documented grants) gets
-#     an id meanwhile (before the fix every choice failed with a statement timeout).
+#     an id meanwhile (a choice serialised by that advisory lock would fail with a statement
+#     timeout).
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/lease.bash"
 
-R=it_lr3reg
-A=it_lr3a
-B=it_lr3b
-C=it_lr3c
-D=it_lr3d
-E=it_lr3e
+R=it_lhwreg
+A=it_lhwa
+B=it_lhwb
+C=it_lhwc
+D=it_lhwd
+E=it_lhwe
 PR=$(itport 29020)
 REG="host=127.0.0.1 port=$PR user=postgres dbname=postgres connect_timeout=2"
 L0=(-c pg_idgen.lease_mode=fixed -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1 -c "pg_idgen.registry=$REG")
@@ -90,16 +93,16 @@ check "2: D's generator for worker id 3 was raised to 3's bound before it genera
                  AND reserved_until >= to_timestamp($hwm3 / 1000.0)")" -eq 1
 
 # ---- 3. an advisory lock held by any role does not stop auto mode's choice ----
-q "$R" "CREATE ROLE it_lr3_lease LOGIN" "GRANT SELECT, INSERT, UPDATE ON pg_idgen_leases TO it_lr3_lease" \
-    "CREATE ROLE it_lr3_mallory LOGIN" >/dev/null
-"$CLUSTER" psql "$R" -U it_lr3_mallory -c "SELECT pg_advisory_lock(1885956460, 1), pg_sleep(600)" >/dev/null 2>&1 &
+q "$R" "CREATE ROLE it_lhw_lease LOGIN" "GRANT SELECT, INSERT, UPDATE ON pg_idgen_leases TO it_lhw_lease" \
+    "CREATE ROLE it_lhw_mallory LOGIN" >/dev/null
+"$CLUSTER" psql "$R" -U it_lhw_mallory -c "SELECT pg_advisory_lock(1885956460, 1), pg_sleep(600)" >/dev/null 2>&1 &
 BG_PIDS+=($!)
 mallory_locks() { [ "$(q "$R" "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = 1885956460")" = 1 ]; }
 wait_for "3: a role without privileges holds the advisory lock" mallory_locks
-expect_sql_error "$R" 42501 'permission denied' "SET ROLE it_lr3_mallory" "BEGIN" "LOCK TABLE pg_idgen_leases IN SHARE ROW EXCLUSIVE MODE"
+expect_sql_error "$R" 42501 'permission denied' "SET ROLE it_lhw_mallory" "BEGIN" "LOCK TABLE pg_idgen_leases IN SHARE ROW EXCLUSIVE MODE"
 cluster_start "$E" 29025 -c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1 \
-    -c "pg_idgen.registry=host=127.0.0.1 port=$PR user=it_lr3_lease dbname=postgres connect_timeout=2" -c pg_idgen.node_name=e
+    -c "pg_idgen.registry=host=127.0.0.1 port=$PR user=it_lhw_lease dbname=postgres connect_timeout=2" -c pg_idgen.node_name=e
 q "$E" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 wait_for "3: E gets a worker id while that lock is held" state_is "$E" held
-q "$R" "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'it_lr3_mallory'" >/dev/null
+q "$R" "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'it_lhw_mallory'" >/dev/null
 finish
