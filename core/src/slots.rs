@@ -59,12 +59,13 @@ pub fn mark_of_chunk(chunk_start: i64, unit: i64) -> i64 {
 
 /// Whether a hand-over's `mark` may be adopted: it must not be lower than what the adopting
 /// node can see of that slot (`seen`, e.g. its own durable mark of it), and must lie in the
-/// slot (or be `start - 1`, nothing issued yet).
+/// slot (or be the value just below the slot's first chunk: nothing issued yet).
 pub fn mark_acceptable(start: i64, unit: i64, slots: i64, slot: i64, mark: i64, seen: Option<i64>) -> bool {
     if seen.is_some_and(|s| mark < s) {
         return false;
     }
-    mark == start - 1 || locate(start, unit, slots, mark).is_some_and(|(s, _)| s == slot)
+    let below_first = chunk_start(start, unit, slots, slot, 0).map(|f| f - 1);
+    Some(mark) == below_first || locate(start, unit, slots, mark).is_some_and(|(s, _)| s == slot)
 }
 
 #[cfg(test)]
@@ -176,6 +177,8 @@ mod tests {
         assert!(!mark_acceptable(1, 10, 12, 4, 50, Some(170)), "stale mark");
         assert!(mark_acceptable(1, 10, 12, 4, 170, Some(170)));
         assert!(!mark_acceptable(1, 10, 12, 4, 60, None), "60 is in slot 5");
-        assert!(mark_acceptable(1, 10, 12, 4, 0, None), "nothing issued");
+        assert!(mark_acceptable(1, 10, 12, 4, 40, None), "nothing issued: just below 41");
+        assert!(!mark_acceptable(1, 10, 12, 4, 0, None));
+        assert!(!mark_acceptable(1, 10, 12, 4, 40, Some(50)), "nothing issued, but 50 was seen");
     }
 }

@@ -25,6 +25,7 @@ mod claim;
 mod config;
 mod hot;
 mod reserve;
+mod slots;
 mod status;
 mod table;
 
