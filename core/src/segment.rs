@@ -35,7 +35,9 @@ impl Segment {
     /// The `k`-th value of the segment (`0 <= k < len`).
     #[inline]
     pub fn value(&self, k: i64) -> i64 {
-        if self.stride == self.unit {
+        // one chunk (a fixed step: every segment of a strided or slotted tag) or contiguous
+        // chunks: no division on the hot path
+        if self.chunks == 1 || self.stride == self.unit {
             self.first + k
         } else {
             self.first + (k / self.unit) * self.stride + k % self.unit

@@ -177,7 +177,7 @@ pub(super) fn in_subtransaction<T>(
 /// value; otherwise the caller already holds a value and a failed reservation must not cost it
 /// that value (it is returned; the entry stops refilling ahead until a synchronous refill).
 pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
-    let (seqoid, unit, stride, mult, tag, slotted) = {
+    let (seqoid, unit, stride, mult, tag, slotted, slot_high) = {
         let _g = Held::entry(idx);
         let e = entry_ptr(idx);
         // SAFETY: mutable entry fields are read under the entry lock.
@@ -186,7 +186,8 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
                 return;
             }
             let tag = String::from_utf8_lossy(&(&(*e).tag)[..(*e).tag_len]).into_owned();
-            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult, tag, (*e).slotted)
+            let slot_high = if (*e).slotted { Some((*e).slot_high) } else { None };
+            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult, tag, (*e).slotted, slot_high)
         }
     };
     // SAFETY: a flag of the current transaction.
@@ -206,7 +207,7 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
             missing_sequence(seqoid);
         }
         if slotted {
-            let (slot, seg, released) = super::slots::reserve_slotted(&tag, &cfg, mult);
+            let (slot, seg, released) = super::slots::reserve_slotted(&tag, &cfg, mult, slot_high.as_ref());
             (Some(slot), seg, released)
         } else {
             (None, reserve(seqoid, unit, stride, mult), false)
@@ -339,7 +340,7 @@ pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
             }
         }
         let seg = if cfg.slotted {
-            match super::slots::reserve_slotted(tag, cfg, cfg.mult) {
+            match super::slots::reserve_slotted(tag, cfg, cfg.mult, None) {
                 (_, _, true) => continue,
                 (_, seg, false) => seg,
             }

@@ -81,16 +81,28 @@ pub(super) fn no_slot(tag: &str) -> ! {
     )
 }
 
-/// Reserves `mult` chunks from the least-used slot this node owns. Returns the slot, the
-/// segment (None on bigint overflow) and whether the slot was released meanwhile (the chunks
-/// are then not served: a gap).
-pub(super) fn reserve_slotted(tag: &str, cfg: &TagConfig, mult: i64) -> (i64, Option<Segment>, bool) {
+/// Reserves `mult` chunks from the least-used slot this node owns: the one whose largest value
+/// installed on this server (`slot_high`, from the shared entry; `i64::MIN` for a slot not used
+/// since the entry was claimed) is the lowest, or without `slot_high` the one whose sequence's
+/// next chunk is the lowest. Returns the slot, the segment (None on bigint overflow) and whether
+/// the slot was released meanwhile (the chunks are then not served: a gap).
+pub(super) fn reserve_slotted(
+    tag: &str,
+    cfg: &TagConfig,
+    mult: i64,
+    slot_high: Option<&[i64; super::table::MAX_SLOTS]>,
+) -> (i64, Option<Segment>, bool) {
     let stride = cfg.stride;
     let owned: Vec<SlotRow> = slot_rows(tag).into_iter().filter(|r| r.owned).collect();
-    let cands: Vec<(i64, i64)> = owned
-        .iter()
-        .filter_map(|r| next_chunk(r.seqoid, stride).map(|n| (r.slot, n)))
-        .collect();
+    // In memory when the entry knows (no read of every slot's sequence per reservation).
+    let cands: Vec<(i64, i64)> = match slot_high {
+        Some(h) => owned
+            .iter()
+            .filter(|r| (0..h.len() as i64).contains(&r.slot))
+            .map(|r| (r.slot, h[r.slot as usize]))
+            .collect(),
+        None => owned.iter().filter_map(|r| next_chunk(r.seqoid, stride).map(|n| (r.slot, n))).collect(),
+    };
     let Some((slot, _)) = pick_least_used(&cands, None) else { no_slot(tag) };
     let seqoid = owned.iter().find(|r| r.slot == slot).map(|r| r.seqoid).unwrap_or_else(|| no_slot(tag));
     let seg = reserve(seqoid, cfg.unit, stride, mult);
