@@ -93,8 +93,9 @@ SELECT s.tag,
        coalesce(m.sync_refills, 0) AS sync_refills,
        coalesce(m.discarded, 0) AS discarded,
        m.last_refill,
-       (SELECT pg_catalog.array_agg(o.slot ORDER BY o.slot) FROM segment_slot_status() o
-         WHERE o.tag OPERATOR(pg_catalog.=) s.tag AND o.owned) AS owned_slots
+       o.owned_slots
 FROM pg_idgen_segments s
 LEFT JOIN segment_persisted() p USING (tag)
-LEFT JOIN segment_status_shmem() m USING (tag);
+LEFT JOIN segment_status_shmem() m USING (tag)
+LEFT JOIN (SELECT x.tag, pg_catalog.array_agg(x.slot ORDER BY x.slot) AS owned_slots
+           FROM segment_slot_status() x WHERE x.owned GROUP BY x.tag) o USING (tag);
