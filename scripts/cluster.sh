@@ -229,6 +229,9 @@ EOF
         as_pg rm -f "$CDIR/faketime_file"
     fi
 
+    # RUST_BACKTRACE is removed from the server's environment, unless CLUSTER_RUST_BACKTRACE gives
+    # it a value (the test that no error carries a backtrace, whatever the environment says)
+    [ -z "${CLUSTER_RUST_BACKTRACE:-}" ] || envs+=("RUST_BACKTRACE=$CLUSTER_RUST_BACKTRACE")
     note "starting $NAME on port $port (socket dir $CDIR)${opts:+ with: $opts}"
     if ! as_pg env -u RUST_BACKTRACE ${envs[@]+"${envs[@]}"} "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$CDIR/startup.log" \
             -w -t "${PG_START_TIMEOUT:-60}" -o "$opts" start >/dev/null; then

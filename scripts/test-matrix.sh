@@ -6,7 +6,8 @@
 #   Several:       core once (it does not depend on PostgreSQL), then pgrx, regress, integration
 #                  and clients on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
 #                  (default 15 -> 18) when both are in the list.
-#   Env: MATRIX_LAYERS="core pgrx regress integration clients extupdate package upgrade" restricts the layers;
+#   Env: MATRIX_LAYERS="core rules pgrx regress integration clients monitoring ha extupdate package upgrade"
+#        restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
 #        CLIENT_MAJORS="15 18" the majors the client libraries run against ("all": every one; one
 #          major given alone always runs them): what they test is the wire protocol and the
@@ -16,16 +17,23 @@
 #        FULL_INTEGRATION_MAJORS="15 18" the majors that run every integration script; the others
 #          run the cross-version ones (scripts/run-integration.sh, INTEGRATION_SCOPE); "all" runs
 #          every script everywhere (make test-all);
+#        MONITORING_MAJORS="17" the majors where a real postgres_exporter scrapes a cluster
+#          (default: the one major given, else 17);
 #        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end);
 #        PG_IDGEN_DEPS_SECS=N the time `make deps` took (.ci/run sets it), shown with the layers.
 #
 # Layers (each a make target, so it can be run alone):
 #   core         cargo test -p pg_idgen_core                    (make test-core)
+#   rules        promtool check/test of prometheus/pg_idgen.rules.yml, once (make test-monitoring-rules)
 #   pgrx         cargo pgrx test pgNN --runas postgres          (make test-pgrx PG=NN)
 #   regress      tests/regress/run.sh on a dev-profile install  (make test-regress PG=NN)
 #   integration  tests/integration/*.sh, same install           (make test-integration PG=NN)
 #   clients      tests/clients/run.sh, same install: psycopg, asyncpg, SQLAlchemy, Django,
 #                node-postgres, pgjdbc                          (make test-clients PG=NN)
+#   monitoring   postgres_exporter + prometheus/queries.yaml scraping a cluster, same install
+#                (tests/monitoring/exporter.sh; make test-monitoring PG=NN; MONITORING_MAJORS)
+#   ha           tests/ha/run.sh, same install, PostgreSQL 15 only: a Patroni group (etcd, three
+#                nodes) failing over under load, every value handed out recorded (make test-ha)
 #   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0 (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
@@ -42,11 +50,13 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 [ $# -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 MAJORS=("$@")
-LAYERS=${MATRIX_LAYERS:-core pgrx regress integration clients extupdate package upgrade}
+LAYERS=${MATRIX_LAYERS:-core rules pgrx regress integration clients monitoring ha extupdate package upgrade}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-15 18}
 RELEASE_PACKAGE_MAJORS=${RELEASE_PACKAGE_MAJORS:-15}
 CLIENT_MAJORS=${CLIENT_MAJORS:-15 18}
+# one major: the exporter test runs on it; several: on 17 unless told
+if [ ${#MAJORS[@]} -eq 1 ]; then MONITORING_MAJORS=${MONITORING_MAJORS:-${MAJORS[0]}}; else MONITORING_MAJORS=${MONITORING_MAJORS:-17}; fi
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 UPGRADE_FROM=${UPGRADE_FROM:-15}
 UPGRADE_TO=${UPGRADE_TO:-18}
@@ -114,6 +124,15 @@ clients_counts() {   # clients passed / run, checks, ids compared, and SKIP line
     [[ $line =~ SKIP:\ (.*)$ ]] && printf ", SKIP: %s" "${BASH_REMATCH[1]}"
     return 0
 }
+ha_counts() {   # checks, values recorded and faults of tests/ha/run.sh
+    local line; line=$(grep -E '^\[ha\] (PASS|FAIL):' "$1" | tail -1)
+    local v f; v=$(grep -Eo '[0-9]+ values recorded' "$1" | awk '{ s += $1 } END { print s + 0 }')
+    f=$(grep -Ec '^\[ha\] (kill|switchover): ' "$1")
+    if [[ $line =~ all\ ([0-9]+)\ checks ]]; then printf "%s checks" "${BASH_REMATCH[1]}"
+    elif [[ $line =~ ([0-9]+)\ of\ ([0-9]+)\ checks\ failed ]]; then printf "%s/%s checks" "$((BASH_REMATCH[2] - BASH_REMATCH[1]))" "${BASH_REMATCH[2]}"
+    else printf "? checks"; fi
+    printf ", %d faults, %d values recorded" "$f" "$v"
+}
 checks_count() {  # "N checks" of the lib.bash test scripts of one log (their sum)
     local n; n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | grep -Eo '[0-9]+' | awk '{ s += $1 } END { if (NR) print s }')
     echo "${n:-?} checks"
@@ -153,6 +172,7 @@ summary() {
     done
     [ -z "${SUMMARY[upgrade]:-}" ] || echo "${SUMMARY[upgrade]}"
     [ -z "${SUMMARY[core]:-}" ] || echo "${SUMMARY[core]}"
+    [ -z "${SUMMARY[rules]:-}" ] || echo "${SUMMARY[rules]}"
     times_table
     if [ ${#FAILED[@]} -gt 0 ]; then echo "FAILED: ${FAILED[*]}"; else echo "all passed"; fi
 }
@@ -162,6 +182,12 @@ if has_layer core; then
     run_layer any core make --no-print-directory test-core
     n=$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$LAST_LOG")
     SUMMARY[core]="core (pure Rust, any major): $n tests $(status $LAST_RC) ($(fmt $LAST_SECS))"
+fi
+
+# ---- rules: once (promtool does not depend on PostgreSQL)
+if has_layer rules; then
+    run_layer any rules make --no-print-directory test-monitoring-rules
+    SUMMARY[rules]="alert rules (promtool check + test, any major): $(status $LAST_RC) ($(fmt $LAST_SECS))"
 fi
 
 for m in "${MAJORS[@]}"; do
@@ -175,7 +201,9 @@ for m in "${MAJORS[@]}"; do
         run_layer "$m" pgrx make --no-print-directory test-pgrx PG="$m"
         line+="pg_test $(pgrx_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS) with its build)  "
     fi
-    if has_layer regress || has_layer integration || has_layer clients; then
+    monitoring=0
+    if has_layer monitoring && [[ " $MONITORING_MAJORS " == *" $m "* ]]; then monitoring=1; fi
+    if has_layer regress || has_layer integration || has_layer clients || [ $monitoring = 1 ] || { has_layer ha && [ "$m" = 15 ]; }; then
         # after the pgrx layer, which installs its own test build into the same PostgreSQL
         run_layer "$m" install make --no-print-directory install-test PG="$m"
         build=$LAST_SECS
@@ -195,6 +223,14 @@ for m in "${MAJORS[@]}"; do
             if has_layer clients && { [ ${#MAJORS[@]} = 1 ] || [[ " $CLIENT_MAJORS " == *" $m "* || $CLIENT_MAJORS == all ]]; }; then
                 run_layer "$m" clients env PG="$m" PG_CONFIG= tests/clients/run.sh
                 line+="clients $(clients_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+            fi
+            if [ $monitoring = 1 ]; then
+                run_layer "$m" monitoring env PG="$m" PG_CONFIG= scripts/run-integration.sh tests/monitoring/exporter.sh
+                line+="postgres_exporter $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+            fi
+            if has_layer ha && [ "$m" = 15 ]; then
+                run_layer "$m" ha env PG="$m" PG_CONFIG= tests/ha/run.sh
+                line+="ha (Patroni) $(ha_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
         fi
     fi

@@ -3,11 +3,24 @@
 -- segment_next(tag), in the caller's transaction, after the checks a DBA wants. Returns the
 -- statements, in order; with dry_run => true it returns them without running any.
 --
--- Security: SECURITY INVOKER (the caller must own the table, and the tables whose referencing
--- columns it converts); search_path pinned to pg_catalog, pg_temp; every catalog object,
--- function and operator schema-qualified; every identifier from the catalog quoted with
--- format('%I'), every value with format('%L'). The extension's own functions are named with the
--- extension's schema as it is at the call (read from pg_extension), never from caller input.
+-- Security: SECURITY INVOKER (the caller must have the privileges of the table's owner, and of
+-- the owners of the tables whose referencing columns it converts); search_path pinned to
+-- pg_catalog, pg_temp; every catalog object, function and operator schema-qualified; every
+-- identifier from the catalog quoted with format('%I'), every value with format('%L'). The
+-- extension's own functions are named with the extension's schema as it is at the call (read
+-- from pg_extension), never from caller input.
+-- Every statement on a table (the ALTER TABLEs, the read of the column's maximum) runs through
+-- pg_idgen_migrate_as_owner: as the table's owner, as a security-restricted operation (src/
+-- migrate.rs). The code a rewrite runs again (CHECK constraints, index expressions and
+-- predicates) so never runs with the caller's rights when the caller is someone else, a
+-- superuser say. Only segment_create/segment_set and DROP SEQUENCE run as the caller.
+CREATE FUNCTION @extschema@.pg_idgen_migrate_as_owner(tbl pg_catalog.regclass, stmt pg_catalog.text)
+RETURNS pg_catalog.int8
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'pg_idgen_migrate_as_owner_wrapper';
+COMMENT ON FUNCTION @extschema@.pg_idgen_migrate_as_owner(pg_catalog.regclass, pg_catalog.text)
+    IS 'internal (uid_migrate_key): runs one statement as the table''s owner in a security-restricted context; the caller must have the owner''s privileges';
+
 CREATE FUNCTION @extschema@.uid_migrate_key(
     tbl           pg_catalog.regclass,
     col           pg_catalog.name,
@@ -42,6 +55,7 @@ DECLARE
     v_exists   pg_catalog.bool;
     v_default  pg_catalog.text;      -- the new DEFAULT expression
     v_stmts    pg_catalog.text[] := '{}';
+    v_as       pg_catalog.oid[] := '{}';  -- per statement: the table whose owner runs it, 0: the caller
     v_s        pg_catalog.text;
     v_list     pg_catalog.text;
     r          record;
@@ -97,6 +111,7 @@ BEGIN
         EXECUTE v_s;
     END IF;
     v_stmts := v_stmts OPERATOR(pg_catalog.||) (v_s OPERATOR(pg_catalog.||) ';');
+    v_as := v_as OPERATOR(pg_catalog.||) tbl::pg_catalog.oid;
 
     -- 4. the column
     SELECT a.attnum, a.atttypid, a.attidentity, a.attgenerated INTO v_attnum, v_type, v_ident, v_gen
@@ -244,11 +259,28 @@ BEGIN
             RAISE EXCEPTION 'cannot convert column "%" of table "%" to bigint: it is in the partition key', r.attname, r.qual
                 USING ERRCODE = '0A000', HINT = 'Re-create the partitioned table with a bigint key.';
         END IF;
+        -- the conversion recurses into inheritance children and partitions: their code would run
+        -- as this table's owner, so they must have the same one
+        SELECT pg_catalog.string_agg(pg_catalog.format('%s (owner %s)', t.rel::pg_catalog.regclass, t.relowner::pg_catalog.regrole), ', ') INTO v_list
+          FROM (WITH RECURSIVE tree(rel) AS (
+                    SELECT r.rel
+                    UNION
+                    SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent OPERATOR(pg_catalog.=) tree.rel)
+                SELECT tree.rel, c.relowner FROM tree JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) tree.rel
+                 WHERE c.relowner OPERATOR(pg_catalog.<>) r.relowner) t;
+        IF v_list IS NOT NULL THEN
+            RAISE EXCEPTION 'cannot convert column "%" of table "%" to bigint: these children have another owner: %', r.attname, r.qual, v_list
+                USING ERRCODE = '42501',
+                      DETAIL = 'The conversion rewrites them too, and their constraints and index expressions would run as the owner of the parent.',
+                      HINT = pg_catalog.format('Give them the owner of %s (ALTER TABLE ... OWNER TO), or convert the column to bigint yourself first.', r.qual);
+        END IF;
         v_stmts := v_stmts OPERATOR(pg_catalog.||) pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I TYPE bigint;', r.qual, r.attname);
+        v_as := v_as OPERATOR(pg_catalog.||) r.rel;
     END LOOP;
 
     -- 7. existing values below every value the new default can produce
-    EXECUTE pg_catalog.format('SELECT pg_catalog.max(%I)::pg_catalog.int8 FROM %s', col, v_qual) INTO v_max;
+    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_migrate_as_owner($1, $2)', v_ext) INTO v_max
+        USING tbl, pg_catalog.format('SELECT pg_catalog.max(%I)::pg_catalog.int8 FROM %s', col, v_qual);
     IF generator OPERATOR(pg_catalog.=) 'snowflake' THEN
         -- the generator's current position (its next id is above it); this takes one id
         EXECUTE pg_catalog.format('SELECT %I.snowflake_next()', v_ext) INTO v_floor;
@@ -265,10 +297,12 @@ BEGIN
         IF v_exists IS NULL THEN
             v_stmts := v_stmts OPERATOR(pg_catalog.||) pg_catalog.format('SELECT %I.segment_create(%L, start => %s);',
                 v_ext, tag, GREATEST(COALESCE(v_max, 0), 0) OPERATOR(pg_catalog.+) 1);
+            v_as := v_as OPERATOR(pg_catalog.||) 0::pg_catalog.oid;
         ELSIF v_max IS NOT NULL THEN
             -- values up to the persisted high-water mark may have been handed out; move past both
             v_stmts := v_stmts OPERATOR(pg_catalog.||) pg_catalog.format('SELECT %I.segment_set(%L, %s);',
                 v_ext, tag, GREATEST(v_max, v_hwm) OPERATOR(pg_catalog.+) 1);
+            v_as := v_as OPERATOR(pg_catalog.||) 0::pg_catalog.oid;
         END IF;
         v_default := pg_catalog.format('%I.segment_next(%L)', v_ext, tag);
     END IF;
@@ -276,9 +310,10 @@ BEGIN
     -- 8. the sequence out, the new DEFAULT in
     IF v_ident OPERATOR(pg_catalog.<>) '' THEN
         v_stmts := v_stmts OPERATOR(pg_catalog.||) pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY;', v_qual, col);
+        v_as := v_as OPERATOR(pg_catalog.||) tbl::pg_catalog.oid;
         -- before PostgreSQL 17 a partition can carry an identity of its own
         FOR r IN
-            SELECT pg_catalog.format('ALTER TABLE %I.%I ALTER COLUMN %I DROP IDENTITY;', n.nspname, c.relname, col) AS s
+            SELECT pg_catalog.format('ALTER TABLE %I.%I ALTER COLUMN %I DROP IDENTITY;', n.nspname, c.relname, col) AS s, c.oid AS rel
               FROM pg_catalog.pg_partition_tree(tbl) pt
               JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) pt.relid::pg_catalog.oid
               JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
@@ -289,9 +324,11 @@ BEGIN
              ORDER BY 1
         LOOP
             v_stmts := v_stmts OPERATOR(pg_catalog.||) r.s;
+            v_as := v_as OPERATOR(pg_catalog.||) r.rel;
         END LOOP;
     END IF;
     v_stmts := v_stmts OPERATOR(pg_catalog.||) pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s;', v_qual, col, v_default);
+    v_as := v_as OPERATOR(pg_catalog.||) tbl::pg_catalog.oid;
     IF v_ident OPERATOR(pg_catalog.=) '' AND drop_sequence THEN
         -- only if nothing else uses it (another column's default, a view): never CASCADE
         SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid), ', ') INTO v_list
@@ -314,6 +351,7 @@ BEGIN
                 USING ERRCODE = '42501', HINT = 'Pass drop_sequence => false to keep it.';
         END IF;
         v_stmts := v_stmts OPERATOR(pg_catalog.||) pg_catalog.format('DROP SEQUENCE %s;', v_seqname);
+        v_as := v_as OPERATOR(pg_catalog.||) 0::pg_catalog.oid;
     END IF;
 
     RAISE NOTICE '%: % column "%" (%), % rows'' maximum %, sequence %: %',
@@ -323,10 +361,14 @@ BEGIN
              WHEN drop_sequence THEN 'dropped' ELSE 'kept' END;
 
     -- 9. run (unless a dry run) and return every statement
-    --    (the first statement, the LOCK, has been run above)
+    --    (the first statement, the LOCK, has been run above); a statement on a table as its owner
     FOR i IN 1 .. pg_catalog.array_length(v_stmts, 1) LOOP
         IF NOT dry_run AND i OPERATOR(pg_catalog.>) 1 THEN
-            EXECUTE v_stmts[i];
+            IF v_as[i] OPERATOR(pg_catalog.<>) 0 THEN
+                EXECUTE pg_catalog.format('SELECT %I.pg_idgen_migrate_as_owner($1, $2)', v_ext) USING v_as[i], v_stmts[i];
+            ELSE
+                EXECUTE v_stmts[i];
+            END IF;
         END IF;
         RETURN NEXT v_stmts[i];
     END LOOP;

@@ -7,6 +7,32 @@ use pgrx::prelude::*;
 
 pub use pgrx::PgSqlErrorCode as Code;
 
+/// No Rust backtrace in any error, whatever `RUST_BACKTRACE` says (it is common in containers).
+/// pgrx's panic hook captures `std::backtrace::Backtrace::capture()` for every panic, including
+/// the ones that carry a PostgreSQL ERROR raised inside a call from Rust (SPI, a trigger, a
+/// lock), and appends a captured backtrace to the error's DETAIL. `Backtrace::capture` reads
+/// `RUST_LIB_BACKTRACE` (then `RUST_BACKTRACE`) once per process and caches the answer: one capture
+/// here, with `RUST_LIB_BACKTRACE=0` set for that moment, caches "disabled" for this process and for
+/// every backend forked from it (the postmaster, when preloaded), and the environment is put back
+/// as it was (programs the server starts see what the administrator set). Called first in
+/// `_PG_init`, before anything can panic.
+pub fn init() {
+    const VAR: &str = "RUST_LIB_BACKTRACE";
+    let saved = std::env::var_os(VAR);
+    // SAFETY: _PG_init runs on the process's only thread (the postmaster while it preloads, or a
+    // backend loading the library): nothing reads the environment concurrently.
+    unsafe { std::env::set_var(VAR, "0") };
+    let probe = std::backtrace::Backtrace::capture();
+    debug_assert_eq!(probe.status(), std::backtrace::BacktraceStatus::Disabled);
+    // SAFETY: as above.
+    unsafe {
+        match saved {
+            Some(v) => std::env::set_var(VAR, v),
+            None => std::env::remove_var(VAR),
+        }
+    }
+}
+
 /// Raises an ERROR; never returns.
 #[track_caller]
 pub fn raise(code: Code, message: impl Into<String>, hint: Option<&str>) -> ! {

@@ -7,8 +7,10 @@
 //! | `pg_idgen.max_drift_ms` | int ms | 1000 | sighup |
 //! | `pg_idgen.max_wait_ms` | int ms | 100 | user |
 //! | `pg_idgen.reserve_ms` | int ms | 1000 | sighup |
+//! | `pg_idgen.clock_skew_ms` | int ms, 0–600000 | 250 | sighup |
 //! | `pg_idgen.sequence_start` | enum | `vibrate` | user |
 //! | `pg_idgen.max_segments` | int | 256 | postmaster |
+//! | `pg_idgen.keyed_cache_size` | int | 100000 | postmaster |
 //! | `pg_idgen.lease_mode` | enum off/fixed/auto | off | postmaster |
 //! | `pg_idgen.registry` | string (conninfo), superuser-only to read | empty | sighup |
 //! | `pg_idgen.lease_range` | string `lo-hi` | `0-1023` | postmaster |
@@ -38,8 +40,12 @@ pub static WORKER_ID: GucSetting<i32> = GucSetting::<i32>::new(-1);
 pub static MAX_DRIFT_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static RESERVE_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
+pub static CLOCK_SKEW_MS: GucSetting<i32> = GucSetting::<i32>::new(250);
 pub static MAX_SEGMENTS: GucSetting<i32> = GucSetting::<i32>::new(256);
 pub const MAX_SEGMENTS_LIMIT: i32 = 1_000_000;
+pub static KEYED_CACHE_SIZE: GucSetting<i32> = GucSetting::<i32>::new(100_000);
+pub const KEYED_CACHE_MIN: i32 = 1_000;
+pub const KEYED_CACHE_MAX: i32 = 100_000_000;
 pub static SEQUENCE_START: GucSetting<StartSetting> = GucSetting::<StartSetting>::new(StartSetting::Vibrate);
 pub static LEASE_MODE: GucSetting<LeaseMode> = GucSetting::<LeaseMode>::new(LeaseMode::Off);
 pub static REGISTRY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
@@ -48,6 +54,9 @@ pub static NODE_NAME: GucSetting<Option<CString>> = GucSetting::<Option<CString>
 pub static LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(30);
 pub static LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(5);
 pub static LEASE_RETIRE: GucSetting<i32> = GucSetting::<i32>::new(604_800);
+pub static WARN_HORIZON: GucSetting<i32> = GucSetting::<i32>::new(31_536_000);
+pub static MONITOR_DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
+pub static MONITOR_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(86_400);
 /// Highest worker id a lease can hold: the id shares one 64-bit shared word with the lease's
 /// end (`lease::shmem`), in 24 bits.
 pub const LEASE_MAX_WORKER: i64 = pg_idgen_core::lease::MAX_WORKER;
@@ -150,6 +159,17 @@ pub fn lease_max_worker() -> i64 {
 /// wait under a second whatever the two settings are.
 pub fn reserve_window_ms() -> i64 {
     (read_int(&RESERVE_MS) as i64).min(read_int(&MAX_DRIFT_MS) as i64 + 1000)
+}
+
+/// `pg_idgen.max_drift_ms`.
+pub fn max_drift_ms() -> i64 {
+    read_int(&MAX_DRIFT_MS) as i64
+}
+
+/// `pg_idgen.clock_skew_ms`: the largest difference between the system clocks of the servers
+/// of one replication group that the promotion floor allows for.
+pub fn clock_skew_ms() -> i64 {
+    read_int(&CLOCK_SKEW_MS) as i64
 }
 
 pub fn policy() -> pg_idgen_core::Policy {
@@ -356,6 +376,67 @@ fn define_lease_settings() {
     );
 }
 
+/// `pg_idgen.keyed_cache_size` (postmaster): how many keys' current values (and sections'
+/// floors) the keyed sequences' shared cache holds.
+fn define_keyed_cache_size() {
+    // As for max_segments: a value out of range refuses the start (not a WARNING and the default).
+    // SAFETY: GetConfigOption returns NULL or a string owned by guc.c, copied at once.
+    let raw = unsafe { pg_sys::GetConfigOption(c"pg_idgen.keyed_cache_size".as_ptr(), true, false) };
+    if !raw.is_null() {
+        let text = unsafe { CStr::from_ptr(raw) }.to_string_lossy().into_owned();
+        if !matches!(text.trim().parse::<i64>(), Ok(v) if (KEYED_CACHE_MIN as i64..=KEYED_CACHE_MAX as i64).contains(&v))
+        {
+            raise(
+                Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("invalid value for pg_idgen.keyed_cache_size: \"{text}\""),
+                Some("pg_idgen.keyed_cache_size must be an integer between 1000 and 100000000; the server does not start with it."),
+            );
+        }
+    }
+    GucRegistry::define_int_guc(
+        c"pg_idgen.keyed_cache_size",
+        c"Capacity of the keyed sequences' shared cache: keys' current values and sections' floors.",
+        c"About 48 bytes an entry. Keys not cached continue from their section's floor, so only speed depends on it. Fixed at server start.",
+        &KEYED_CACHE_SIZE,
+        KEYED_CACHE_MIN,
+        KEYED_CACHE_MAX,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+}
+
+/// The monitor's settings (`monitor`); only when preloaded (its worker is registered at start).
+fn define_monitor_settings() {
+    GucRegistry::define_int_guc(
+        c"pg_idgen.warn_horizon",
+        c"How far ahead the monitor warns in the server log, in seconds (0 = no warnings).",
+        c"A WARNING when the layout's time field ends, or a segment tag reaches the largest bigint at its rate, within this horizon (louder within 30 days); see docs/monitoring.md.",
+        &WARN_HORIZON,
+        0,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_string_guc(
+        c"pg_idgen.monitor_database",
+        c"Database whose segment tags the monitor checks ('' = none).",
+        c"Segment tags belong to one database; tags of other databases are not checked (their metrics are in pg_idgen_metrics of each database).",
+        &MONITOR_DATABASE,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_idgen.monitor_interval",
+        c"How often the monitor checks, in seconds (a reload checks at once).",
+        c"Within 30 days of the end of the time field it checks at least every hour.",
+        &MONITOR_INTERVAL,
+        1,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+}
+
 /// `pg_idgen.max_segments` (postmaster): capacity of the shared segment table.
 fn define_max_segments() {
     // An out-of-range value of a custom setting at start is only a WARNING (and the default
@@ -455,6 +536,16 @@ pub fn init(preloading: bool) {
         GucContext::Sighup,
         GucFlags::UNIT_MS,
     );
+    GucRegistry::define_int_guc(
+        c"pg_idgen.clock_skew_ms",
+        c"Largest difference between the system clocks of the primary and its standbys, in milliseconds.",
+        c"After recovery (a promotion, crash recovery) snowflake ids continue above the clock plus the largest lead the old primary may have had plus this allowance; the first ids wait up to this long for the clock.",
+        &CLOCK_SKEW_MS,
+        0,
+        600_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
     GucRegistry::define_enum_guc(
         c"pg_idgen.sequence_start",
         c"Where the sequence starts in each new millisecond: zero, vibrate or random.",
@@ -465,7 +556,9 @@ pub fn init(preloading: bool) {
     );
     if preloading {
         define_max_segments();
+        define_keyed_cache_size();
         define_lease_settings();
+        define_monitor_settings();
         // Reserving the prefix later would drop the pg_idgen.layout placeholder read above.
         unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
     }

@@ -42,6 +42,7 @@ unsafe extern "C-unwind" fn shmem_request() {
         }
         crate::shmem::request_shmem();
         crate::segment::request_shmem();
+        crate::keyed::request_shmem();
         crate::lease::shmem::request_shmem();
     }
 }
@@ -58,6 +59,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
         pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let created = crate::shmem::attach_shmem();
         crate::segment::attach_shmem();
+        crate::keyed::attach_shmem();
         crate::lease::shmem::attach_shmem();
         pg_sys::LWLockRelease(init_lock);
         if created {

@@ -20,8 +20,10 @@ use crate::gucs;
 use crate::tables;
 
 thread_local! {
-    /// Custom layouts of the current database read so far, by name.
-    static CUSTOM: RefCell<HashMap<String, Layout>> = RefCell::new(HashMap::new());
+    /// Custom layouts of the current database read so far, by name, and whether each was read
+    /// with a fresh snapshot (false: read in a parallel operation with the statement's snapshot,
+    /// used only until it ends, see `tables`).
+    static CUSTOM: RefCell<HashMap<String, (Layout, bool)>> = RefCell::new(HashMap::new());
 }
 
 /// Drops the cached custom layouts (on any relcache invalidation, see `catalog`).
@@ -38,7 +40,8 @@ pub fn resolve(name: &str) -> Layout {
     if let Some(l) = Layout::by_name(&key) {
         return l;
     }
-    if let Some(l) = CUSTOM.with(|c| c.borrow().get(&key).cloned()) {
+    let fresh = tables::fresh();
+    if let Some((l, _)) = CUSTOM.with(|c| c.borrow().get(&key).filter(|(_, f)| *f || !fresh).cloned()) {
         return l;
     }
     let l = load_custom(&key).unwrap_or_else(|| {
@@ -48,7 +51,7 @@ pub fn resolve(name: &str) -> Layout {
             Some("Use one of the named layouts (SELECT name FROM uid_layouts()) or register one with uid_layout_register()."),
         )
     });
-    CUSTOM.with(|c| c.borrow_mut().insert(key, l.clone()));
+    CUSTOM.with(|c| c.borrow_mut().insert(key, (l.clone(), fresh)));
     l
 }
 

@@ -13,6 +13,7 @@
 //!                lease ──> worker          (leased worker ids: lease::{shmem, worker, registry})
 //!   decode ────> layouts ─> catalog        (uid_decode & co; custom layouts)
 //!   segment/ ──> catalog, lock, clock      (table, claim, config, reserve, hot, admin, status)
+//!   keyed/ ────> segment (backing, reserve), catalog, lock  (table, space, next, admin)
 //!   everything > errors, clock, lock, gucs
 //! ```
 //!
@@ -29,7 +30,10 @@
 //! * [`decode`] — `uid_decode`, `snowflake_at`, `uid_compose`, `snowflake_layout`;
 //!   [`layouts`] — named and custom layouts;
 //! * [`segment`] — segment sequences (`segment_next()` & co);
+//! * [`keyed`] — keyed sequences (`keyed_next(space, key)` & co): a counter per bigint key;
 //! * [`mask`] — opaque public ids: `uid_mask`/`uid_unmask` (FF1), mask keys, text codes;
+//! * [`monitor`] — the monitor worker's warnings ahead of time, and the worker-slot count of the
+//!   `pg_idgen_metrics` view;
 //! * [`sql`] — the hand-written SQL in `sql/`, in install-script order; [`tables`] — reading the
 //!   extension's tables and sequences by OID, without SQL;
 //! * [`compat`] — C symbols that released versions' SQL names (kept until nothing can use them).
@@ -60,15 +64,19 @@ mod decode;
 mod errors;
 mod gucs;
 mod hooks;
+mod keyed;
 mod layouts;
 mod lease;
 mod lock;
 mod mask;
+mod migrate;
+mod monitor;
 mod segment;
 mod shmem;
 mod snowflake;
 mod sql;
 mod state_file;
+mod syncrep;
 mod tables;
 mod wal;
 mod worker;
@@ -84,13 +92,15 @@ pub extern "C-unwind" fn _PG_init() {
     // later, the decoding functions still work and the generators raise 55000 with a hint.
     // SAFETY: a flag PostgreSQL sets while it loads shared_preload_libraries.
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
+    errors::init();
     gucs::init(preloading);
-    catalog::init(&[layouts::invalidate, worker::invalidate, segment::invalidate]);
+    catalog::init(&[layouts::invalidate, worker::invalidate, segment::invalidate, keyed::invalidate]);
     mask::init();
     if preloading {
         hooks::init();
         wal::init();
         lease::init();
+        monitor::register();
     }
 }
 

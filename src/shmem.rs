@@ -19,14 +19,24 @@
 //! * Before `reserved` is raised, the new reservation is also WAL-logged and flushed (`wal`);
 //!   redo (crash recovery, a standby's replay) writes the state file first (PANIC on failure),
 //!   then raises `state` and `reserved` under `lock`.
+//! * With synchronous standbys named, a new reservation is first only *pending*
+//!   (`Slot::pending_end`, `Slot::pending_lsn`, set under `lock` once its WAL record is flushed and
+//!   the state file written — the file always carries `max(reserved, pending_end)`); `reserved` is
+//!   raised to it (under `lock`) only after the synchronous standbys confirmed that WAL, waited for
+//!   with `lock` released (`syncrep::wait`). Others needing the same reservation wait for the same
+//!   LSN instead of writing another record.
 //! * `floor_ms` is only raised, under `lock`, after the state file carrying it was written.
+//! * `recovery_floor_ms`, `recovery_wait_until_ms` and `replayed_max_drift_ms` are in memory
+//!   only: the end-of-recovery floor (`apply_recovery_floor`, startup process, under `lock`)
+//!   raises `state` only, never `reserved`, so the first id above it makes a reservation (WAL and
+//!   state file) as any other; the largest max_drift_ms replayed is raised by redo under `lock`.
 //! * The state file is written only with `lock` held exclusively, or by the postmaster at a
 //!   clean exit (no backend runs then; never after a crash, when memory is not trusted). Nothing else is done while holding `lock`: no SPI, no catalog
 //!   access; an ERROR while it is held (disk full) releases it as part of abort.
 //! * Statistics counters are relaxed atomics: exact counts, no ordering promised between them.
 
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use pg_idgen_core::generator::{reservation_end, state_before_tick, state_tick};
 use pg_idgen_core::{Layout, StateFile, WorkerState};
@@ -50,6 +60,11 @@ pub struct Slot {
     /// Worker id owning this slot, -1 while free.
     pub worker_id: AtomicI64,
     pub ws: WorkerState,
+    /// A reservation end written to WAL and the state file but not yet confirmed by the
+    /// synchronous standbys (0: none); raised under `lock`.
+    pub pending_end: AtomicU64,
+    /// The end of its WAL record.
+    pub pending_lsn: AtomicU64,
 }
 
 #[repr(C)]
@@ -62,6 +77,15 @@ pub struct Shared {
     /// of worker ids that were folded out of the slots at start (their time had passed). A newly
     /// claimed slot starts here. Raised only under `lock`.
     pub(crate) floor_ms: AtomicI64,
+    /// Unix ms at or above which ids continue after the last recovery (0: none yet); newly
+    /// claimed slots start there too. In memory only (see the protocol).
+    pub(crate) recovery_floor_ms: AtomicI64,
+    /// Until this clock reading (Unix ms), calls wait before generating: the recovery floor less
+    /// max_drift_ms, so that the first ids after recovery stay within max_drift_ms of the clock
+    /// (0: no wait). Cleared by the first call that finds it passed.
+    pub recovery_wait_until_ms: AtomicI64,
+    /// The largest pg_idgen.max_drift_ms replayed from the primary's reservation records.
+    pub(crate) replayed_max_drift_ms: AtomicI64,
     /// Canonical text of the layout the state file was written with (NUL-padded). Written only
     /// at startup (no other process yet) and under `lock` by `accept_layout`.
     persisted_layout: UnsafeCell<[u8; 256]>,
@@ -94,6 +118,7 @@ pub unsafe fn attach_shmem() -> bool {
             for slot in (*shared).slots.iter() {
                 slot.worker_id.store(-1, Ordering::Relaxed);
             }
+            (*shared).replayed_max_drift_ms.store(-1, Ordering::Relaxed);
         }
         SHARED = shared;
         !found
@@ -146,7 +171,9 @@ pub(crate) fn claim_slot_locked(sh: &Shared, worker: i64) -> Option<&Slot> {
     }
     let free = sh.slots.iter().find(|s| s.worker_id.load(Ordering::Acquire) == -1)?;
     let layout = gucs::layout();
-    let floor = tick_at_or_after(layout, sh.floor_ms.load(Ordering::Acquire));
+    let floor_ms = sh.floor_ms.load(Ordering::Acquire).max(sh.recovery_floor_ms.load(Ordering::Acquire));
+    let floor = tick_at_or_after(layout, floor_ms);
+    free.pending_end.store(0, Ordering::Relaxed);
     free.ws.state.store(state_before_tick(floor, layout.sequence_bits), Ordering::Relaxed);
     free.ws.reserved.store(floor, Ordering::Relaxed);
     free.worker_id.store(worker, Ordering::Release);
@@ -184,37 +211,78 @@ pub fn slot_for(worker: i64) -> &'static Slot {
 }
 
 /// Extends the reservation of `slot` so that it covers `tick`. With `wait == false` it gives up
-/// if another backend holds the lock (that backend is extending already).
+/// if another backend holds the lock (that backend is extending already), and does not wait for
+/// synchronous standbys: the reservation stays pending until a caller that needs it waits.
 pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, wait: bool) {
     let sh = shared();
-    let _guard = if wait {
-        LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE)
-    } else {
-        match LockGuard::try_exclusive(sh.lock) {
-            Some(g) => g,
-            None => return,
+    if !wait && slot.pending_end.load(Ordering::Acquire) > slot.ws.reserved.load(Ordering::Acquire) {
+        // The early extension is written and waits for the synchronous standbys: until they
+        // confirmed it, every call of the half-window lands here — no lock, two atomic reads.
+        // Once confirmed, raise `reserved` (which ends the early extension calls).
+        if crate::syncrep::reached(slot.pending_lsn.load(Ordering::Acquire)) {
+            if let Some(_guard) = LockGuard::try_exclusive(sh.lock) {
+                let pending = slot.pending_end.load(Ordering::Acquire);
+                if crate::syncrep::reached(slot.pending_lsn.load(Ordering::Acquire)) {
+                    slot.ws.reserved.fetch_max(pending, Ordering::AcqRel);
+                }
+            }
         }
-    };
-    let current = slot.ws.reserved.load(Ordering::Acquire);
-    let window = gucs::reserve_window_ms();
-    // Re-check under the lock: another backend may have extended it meanwhile.
-    let needed = if wait {
-        current <= tick
-    } else {
-        // A reservation that reaches the end of the time field cannot grow: nothing to write.
-        current <= layout.max_time()
-            && current.saturating_sub(tick).saturating_mul(layout.unit_ms as u64 * 2) <= window as u64
-    };
-    if !needed {
         return;
     }
-    let end = reservation_end(layout, tick.max(current), now_ms, window);
-    // WAL first (crash recovery and standbys replay it), then the state file (which outlives
-    // the WAL recycled after checkpoints), then the ids may be issued.
-    let until_ms = layout.tick_to_unix_ms(end).min(i64::MAX as i128) as i64;
-    crate::wal::log_reservation(slot.worker_id.load(Ordering::Acquire), until_ms);
-    persist(sh, layout, Override::Slot(slot, end), pgrx::PgLogLevel::ERROR);
-    slot.ws.reserved.store(end, Ordering::Release);
+    let (end, lsn) = {
+        let _guard = if wait {
+            LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE)
+        } else {
+            match LockGuard::try_exclusive(sh.lock) {
+                Some(g) => g,
+                None => return,
+            }
+        };
+        let current = slot.ws.reserved.load(Ordering::Acquire);
+        let pending = slot.pending_end.load(Ordering::Acquire);
+        let window = gucs::reserve_window_ms();
+        let covered = current.max(pending);
+        // Re-check under the lock: another backend may have extended it meanwhile.
+        let needed = if wait {
+            current <= tick
+        } else {
+            // A reservation that reaches the end of the time field cannot grow: nothing to write.
+            covered <= layout.max_time()
+                && covered.saturating_sub(tick).saturating_mul(layout.unit_ms as u64 * 2) <= window as u64
+        };
+        if !needed {
+            return;
+        }
+        if wait && pending > tick {
+            // Written already, waiting for the synchronous standbys: wait for the same record.
+            (pending, slot.pending_lsn.load(Ordering::Acquire))
+        } else {
+            let end = reservation_end(layout, tick.max(covered), now_ms, window);
+            // WAL first (crash recovery and standbys replay it), then the state file (which
+            // outlives the WAL recycled after checkpoints), then the ids may be issued.
+            let until_ms = layout.tick_to_unix_ms(end).min(i64::MAX as i128) as i64;
+            let lsn = crate::wal::log_reservation(slot.worker_id.load(Ordering::Acquire), until_ms);
+            persist(sh, layout, Override::Slot(slot, end), pgrx::PgLogLevel::ERROR);
+            if crate::syncrep::reached(lsn) {
+                slot.ws.reserved.store(end, Ordering::Release);
+                return; // no synchronous standby named: as durable as it gets
+            }
+            slot.pending_lsn.store(lsn, Ordering::Release);
+            slot.pending_end.store(end, Ordering::Release);
+            if !wait {
+                return; // raised by the next caller that needs it, once confirmed
+            }
+            (end, lsn)
+        }
+    };
+    // With the lock released: others keep issuing ids below `reserved`.
+    crate::syncrep::wait(
+        lsn,
+        "a snowflake time reservation",
+        "No id of the reservation was handed out; the next call waits again.",
+    );
+    let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+    slot.ws.reserved.fetch_max(end, Ordering::AcqRel);
 }
 
 /// WAL redo of a reservation (startup process: crash recovery, or a standby's replay): raise the
@@ -222,11 +290,12 @@ pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, 
 /// so that a restart from a later checkpoint or restartpoint still knows it. The file is written
 /// first, at PANIC on failure as core redo routines fail, then shared memory is raised: the
 /// invariant "nothing in memory the file does not cover" holds at every instant.
-pub fn replay_reservation(worker: i64, until_ms: i64) {
+pub fn replay_reservation(worker: i64, until_ms: i64, max_drift_ms: i64) {
     let sh = shared();
     let layout = gucs::layout();
     let tick = tick_at_or_after(layout, until_ms);
     let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+    sh.replayed_max_drift_ms.fetch_max(max_drift_ms, Ordering::AcqRel);
     let Some(slot) = claim_slot_locked(sh, worker) else {
         // No free slot: keep the reservation as the floor of every worker id without a slot.
         if until_ms > sh.floor_ms.load(Ordering::Acquire) {
@@ -241,6 +310,56 @@ pub fn replay_reservation(worker: i64, until_ms: i64) {
     persist(sh, layout, Override::Slot(slot, tick), pgrx::PgLogLevel::PANIC);
     slot.ws.state.fetch_max(state_before_tick(tick, layout.sequence_bits), Ordering::AcqRel);
     slot.ws.reserved.store(tick, Ordering::Release);
+}
+
+/// End of recovery (startup process, `wal::cleanup`): the WAL replayed may lack the old
+/// primary's last reservations (an asynchronous standby that lagged), so every generator, and
+/// every slot claimed later, continues at or above `pg_idgen_core::generator::recovery_floor_ms`:
+/// the clock + the largest lead the old primary may have had (the larger of this server's
+/// pg_idgen.max_drift_ms and the largest one its records carried) + pg_idgen.clock_skew_ms.
+/// Only `state` is raised (see the protocol). Says so in one LOG line.
+pub fn apply_recovery_floor() {
+    let sh = shared();
+    let layout = gucs::layout();
+    let now = crate::clock::now_unix_ms();
+    let local = gucs::max_drift_ms();
+    let replayed = sh.replayed_max_drift_ms.load(Ordering::Acquire);
+    let lead = local.max(replayed);
+    let skew = gucs::clock_skew_ms();
+    let floor_ms = pg_idgen_core::generator::recovery_floor_ms(now, lead, skew);
+    let tick = tick_at_or_after(layout, floor_ms);
+    let (mut workers, mut above) = (0, 0);
+    let mut highest = sh.floor_ms.load(Ordering::Acquire) as i128;
+    {
+        let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        sh.recovery_floor_ms.fetch_max(floor_ms, Ordering::AcqRel);
+        for slot in sh.slots.iter().filter(|s| s.worker_id.load(Ordering::Acquire) >= 0) {
+            workers += 1;
+            let reserved = slot.ws.reserved.load(Ordering::Acquire);
+            highest = highest.max(layout.tick_to_unix_ms(reserved));
+            if reserved > tick {
+                above += 1;
+            }
+            slot.ws.state.fetch_max(state_before_tick(tick, layout.sequence_bits), Ordering::AcqRel);
+        }
+        let until = pg_idgen_core::generator::recovery_wait_until_ms(floor_ms, local);
+        sh.recovery_wait_until_ms.fetch_max(until, Ordering::AcqRel);
+    }
+    let fmt = |ms: i128| pg_idgen_core::layout::format_unix_ms(ms);
+    let old = if replayed >= 0 { format!("{replayed} ms") } else { "none replayed".to_string() };
+    pgrx::log!(
+        "pg_idgen: end of recovery: snowflake ids continue above {} = the clock {} + {} ms, the largest lead the old primary may have had (pg_idgen.max_drift_ms: {} ms here, the old primary's: {}) + {} ms allowed clock skew (pg_idgen.clock_skew_ms), unless a replayed reservation reaches further (highest replayed: {}; {} of {} worker id(s) above the floor); the first ids wait until {}",
+        fmt(floor_ms as i128),
+        fmt(now as i128),
+        lead,
+        local,
+        old,
+        skew,
+        fmt(highest),
+        above,
+        workers,
+        fmt(pg_idgen_core::generator::recovery_wait_until_ms(floor_ms, local) as i128)
+    );
 }
 
 /// Leases (`lease::worker`): the worker id was taken over from another holder whose ids all lie
@@ -365,7 +484,8 @@ fn persist(sh: &Shared, layout: &Layout, over: Override<'_>, elevel: pgrx::PgLog
         let tick = match over {
             Override::Slot(s, end) if std::ptr::eq(s, slot) => end,
             _ => slot.ws.reserved.load(Ordering::Acquire),
-        };
+        }
+        .max(slot.pending_end.load(Ordering::Acquire));
         state
             .workers
             .push((w, layout.tick_to_unix_ms(tick).clamp(i64::MIN as i128, i64::MAX as i128) as i64));
@@ -393,10 +513,19 @@ unsafe extern "C-unwind" fn persist_at_exit(code: i32, _arg: pg_sys::Datum) {
         if !any || sh.layout_mismatch.load(Ordering::Relaxed) {
             return; // nothing to record, or keep the file as the operator must see it
         }
+        // The end-of-recovery floor raised `state` only: a restart right after a promotion
+        // must keep it, ids issued or not (the old primary's may lie up to there).
+        let recovery_floor = tick_at_or_after(layout, sh.recovery_floor_ms.load(Ordering::Acquire));
         for slot in sh.slots.iter().filter(|s| s.worker_id.load(Ordering::Acquire) >= 0) {
             let last = state_tick(slot.ws.state.load(Ordering::Acquire), layout.sequence_bits);
             let reserved = slot.ws.reserved.load(Ordering::Acquire);
-            slot.ws.reserved.store((last + 1).min(reserved), Ordering::Release);
+            let end = (last + 1).min(reserved).max(recovery_floor.min(last + 1));
+            slot.ws.reserved.store(end, Ordering::Release);
+            slot.pending_end.store(0, Ordering::Relaxed);
+        }
+        // Unused slots claimed after recovery start at the floor too.
+        if sh.recovery_floor_ms.load(Ordering::Acquire) > sh.floor_ms.load(Ordering::Acquire) {
+            sh.floor_ms.store(sh.recovery_floor_ms.load(Ordering::Acquire), Ordering::Release);
         }
         persist(sh, layout, Override::None, pgrx::PgLogLevel::LOG);
         SHARED = std::ptr::null_mut();

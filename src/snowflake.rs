@@ -71,6 +71,23 @@ fn check_layout_confirmed(sh: &shmem::Shared) {
     }
 }
 
+/// After recovery the generators continue at the recovery floor, up to max_drift_ms +
+/// clock_skew_ms ahead of the clock (`shmem::apply_recovery_floor`): the first calls wait until
+/// that lead is within max_drift_ms again, so that ids of this server keep the bound a later
+/// promotion of another server relies on. Interruptible; one atomic load once it has passed.
+fn wait_for_recovery_floor(sh: &shmem::Shared) {
+    let until = sh.recovery_wait_until_ms.load(Ordering::Acquire);
+    if until == 0 {
+        return;
+    }
+    let now = now_unix_ms();
+    if now >= until {
+        let _ = sh.recovery_wait_until_ms.compare_exchange(until, 0, Ordering::AcqRel, Ordering::Relaxed);
+        return;
+    }
+    PgClock.wait_until(until, until - now);
+}
+
 /// The next snowflake id of this session's worker id.
 #[pg_extern(volatile, parallel_unsafe)]
 fn snowflake_next() -> i64 {
@@ -83,6 +100,7 @@ fn snowflake_next() -> i64 {
         );
     }
     check_layout_confirmed(sh);
+    wait_for_recovery_floor(sh);
     // The configured worker id, or with leases the leased one while its lease is valid.
     let worker = crate::lease::generation_worker();
     let layout = gucs::layout();
@@ -130,7 +148,7 @@ fn snowflake_next_text() -> String {
 /// the durable reservation, clock steps back seen, sequence exhaustions and waits. Superusers and
 /// members of pg_read_all_stats see every worker id of the instance (as pg_stat_statements shows
 /// every row to them); other roles see only the worker id their own session generates with.
-#[pg_extern(volatile, parallel_safe)]
+#[pg_extern(volatile, parallel_restricted)]
 #[allow(clippy::type_complexity)]
 fn snowflake_stats() -> TableIterator<
     'static,

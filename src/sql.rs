@@ -53,4 +53,14 @@ extension_sql_file!(
         mask::admin::uid_mask_key_drop
     ]
 );
+extension_sql_file!(
+    "../sql/keyed.sql",
+    name = "keyed",
+    requires = [keyed::admin::keyed_create, keyed::admin::keyed_drop, keyed::next::keyed_status_shmem]
+);
 extension_sql_file!("../sql/migrate.sql", name = "migrate", requires = ["segment"]);
+extension_sql_file!(
+    "../sql/monitor.sql",
+    name = "monitor",
+    requires = ["snowflake", "segment", "lease", decode::snowflake_layout, monitor::pg_idgen_worker_slots]
+);

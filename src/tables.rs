@@ -7,6 +7,11 @@
 //! as catalog reads are), not the caller's snapshot: a REPEATABLE READ transaction that began
 //! before `set_worker_id()`, `segment_drop()` or `uid_layout_drop()` must not act on, or cache,
 //! what those changed.
+//!
+//! In a parallel operation (a parallel worker, or the leader while a Gather runs) PostgreSQL
+//! forbids taking a new snapshot; there rows are read with the statement's snapshot (the active
+//! one, which the leader hands to its workers), and [`fresh`] says so: a cache filled from such a
+//! read is good for the rest of the parallel operation only, and is read again after it.
 
 use std::ffi::CStr;
 
@@ -120,7 +125,7 @@ pub fn scan(relid: pg_sys::Oid, mut f: impl FnMut(&Row)) -> bool {
         if rel.is_null() {
             return false;
         }
-        let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+        let snapshot = pg_sys::RegisterSnapshot(read_snapshot());
         let scan =
             pg_sys::systable_beginscan(rel, pg_sys::InvalidOid, false, snapshot, 0, std::ptr::null_mut());
         loop {
@@ -135,6 +140,33 @@ pub fn scan(relid: pg_sys::Oid, mut f: impl FnMut(&Row)) -> bool {
         pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);
     }
     true
+}
+
+/// Whether a read now sees the latest committed state (false in a parallel operation, where the
+/// statement's snapshot is used: see the module comment).
+pub fn fresh() -> bool {
+    // SAFETY: reads a backend-local flag.
+    unsafe { !pg_sys::IsInParallelMode() }
+}
+
+/// The snapshot of a read: the latest outside a parallel operation, the statement's inside one.
+fn read_snapshot() -> pg_sys::Snapshot {
+    // SAFETY: snapshot functions of a backend inside a transaction (every caller is a SQL
+    // function); GetLatestSnapshot is only called outside a parallel operation, where it is
+    // allowed, and GetActiveSnapshot only when one is set. The caller registers the result.
+    unsafe {
+        if fresh() {
+            return pg_sys::GetLatestSnapshot();
+        }
+        if !pg_sys::ActiveSnapshotSet() {
+            raise(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "pg_idgen cannot read its tables in this parallel operation (no statement snapshot)",
+                None,
+            );
+        }
+        pg_sys::GetActiveSnapshot()
+    }
 }
 
 /// Rows of the extension's table `name`.

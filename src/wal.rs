@@ -1,11 +1,15 @@
 //! WAL logging of the snowflake time reservation: a custom WAL resource manager.
 //!
 //! Each extension of a worker's durable reservation (see `shmem`) is also written to WAL as a
-//! small record `(worker id, reserved until, Unix ms)` and flushed before any id of it is issued.
-//! Redo — crash recovery, and continuously on a streaming standby — raises the worker's
-//! reservation in shared memory and in the state file. So a standby promoted after the primary
-//! issued ids up to time T starts above T even if its clock is behind, and crash recovery never
-//! brings a reservation back.
+//! small record `(worker id, reserved until (Unix ms), the primary's pg_idgen.max_drift_ms)` and
+//! flushed (and confirmed by synchronous standbys) before any id of it is issued. Redo — crash
+//! recovery, and continuously on a streaming standby — raises the worker's reservation in shared
+//! memory and in the state file. So a standby promoted after the primary issued ids up to time T
+//! starts above T even if its clock is behind, and crash recovery never brings a reservation
+//! back. A standby that lagged has not replayed the last reservations: at the end of recovery
+//! (`cleanup`) every generator is raised above the largest lead the old primary may have had
+//! (`shmem::apply_recovery_floor`), which uses the largest max_drift_ms the records carried.
+//! Records of 0.3.0 (without max_drift_ms, 16 bytes) are still replayed.
 //!
 //! Custom resource managers exist since PostgreSQL 15. The consequence for operators: WAL
 //! holding these records can only be replayed with pg_idgen in shared_preload_libraries —
@@ -30,7 +34,12 @@ const XLOG_PG_IDGEN_RESERVE: u8 = 0x10;
 struct ReserveRecord {
     worker_id: i64,
     until_unix_ms: i64,
+    /// The writer's pg_idgen.max_drift_ms: how far ahead of its clock its ids may lie.
+    max_drift_ms: i64,
 }
+
+/// Size of a record written by 0.3.0: no max_drift_ms.
+const RECORD_V1_LEN: usize = 16;
 
 static mut RMGR: pg_sys::RmgrData = pg_sys::RmgrData {
     rm_name: c"pg_idgen".as_ptr(),
@@ -38,7 +47,7 @@ static mut RMGR: pg_sys::RmgrData = pg_sys::RmgrData {
     rm_desc: Some(desc),
     rm_identify: Some(identify),
     rm_startup: None,
-    rm_cleanup: None,
+    rm_cleanup: Some(cleanup),
     rm_mask: None,
     rm_decode: None,
 };
@@ -50,9 +59,10 @@ pub fn init() {
 }
 
 /// Writes and flushes a reservation record: when this returns, the reservation survives a
-/// crash and reaches every standby that receives this WAL.
-pub fn log_reservation(worker_id: i64, until_unix_ms: i64) {
-    let mut rec = ReserveRecord { worker_id, until_unix_ms };
+/// crash and reaches every standby that receives this WAL. Returns the end of the record, for
+/// the wait for synchronous standbys (`syncrep`).
+pub fn log_reservation(worker_id: i64, until_unix_ms: i64) -> pg_sys::XLogRecPtr {
+    let mut rec = ReserveRecord { worker_id, until_unix_ms, max_drift_ms: crate::gucs::max_drift_ms() };
     // SAFETY: the standard XLogBeginInsert/XLogRegisterData/XLogInsert sequence; `rec` outlives
     // XLogInsert, which copies it. XLogFlush raises an ERROR on failure.
     unsafe {
@@ -62,6 +72,7 @@ pub fn log_reservation(worker_id: i64, until_unix_ms: i64) {
         pg_sys::XLogRegisterData((&raw mut rec).cast(), std::mem::size_of::<ReserveRecord>() as _);
         let lsn = pg_sys::XLogInsert(RMGR_ID, XLOG_PG_IDGEN_RESERVE);
         pg_sys::XLogFlush(lsn);
+        lsn
     }
 }
 
@@ -74,10 +85,16 @@ unsafe fn record_of(reader: *mut pg_sys::XLogReaderState) -> Option<(u8, Reserve
             return None;
         }
         let info = (*decoded).header.xl_info & !(pg_sys::XLR_INFO_MASK as u8);
-        if (*decoded).main_data_len as usize != std::mem::size_of::<ReserveRecord>() {
+        let len = (*decoded).main_data_len as usize;
+        let data = (*decoded).main_data;
+        let rec = if len == std::mem::size_of::<ReserveRecord>() {
+            std::ptr::read_unaligned(data.cast::<ReserveRecord>())
+        } else if len == RECORD_V1_LEN {
+            let v1 = std::ptr::read_unaligned(data.cast::<[i64; 2]>());
+            ReserveRecord { worker_id: v1[0], until_unix_ms: v1[1], max_drift_ms: -1 }
+        } else {
             return None;
-        }
-        let rec = std::ptr::read_unaligned((*decoded).main_data.cast::<ReserveRecord>());
+        };
         Some((info, rec))
     }
 }
@@ -85,7 +102,9 @@ unsafe fn record_of(reader: *mut pg_sys::XLogReaderState) -> Option<(u8, Reserve
 #[pg_guard]
 unsafe extern "C-unwind" fn redo(reader: *mut pg_sys::XLogReaderState) {
     match unsafe { record_of(reader) } {
-        Some((XLOG_PG_IDGEN_RESERVE, rec)) => shmem::replay_reservation(rec.worker_id, rec.until_unix_ms),
+        Some((XLOG_PG_IDGEN_RESERVE, rec)) => {
+            shmem::replay_reservation(rec.worker_id, rec.until_unix_ms, rec.max_drift_ms)
+        }
         // Like core redo routines: a record this code cannot apply stops recovery for good.
         other => crate::errors::raise_at(
             PgLogLevel::PANIC,
@@ -95,13 +114,23 @@ unsafe extern "C-unwind" fn redo(reader: *mut pg_sys::XLogReaderState) {
     }
 }
 
+/// End of redo (crash recovery, a promotion, the end of archive recovery), in the startup
+/// process before the server accepts writes: raise every generator above the largest lead the
+/// old primary may have had (`shmem::apply_recovery_floor`), which WAL it did not replay
+/// (a lagging standby) cannot tell.
+#[pg_guard]
+unsafe extern "C-unwind" fn cleanup() {
+    shmem::apply_recovery_floor();
+}
+
 #[pg_guard]
 unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, reader: *mut pg_sys::XLogReaderState) {
     if let Some((_, rec)) = unsafe { record_of(reader) } {
         let text = std::ffi::CString::new(format!(
-            "worker {} reserved until {}",
+            "worker {} reserved until {}, max_drift_ms {}",
             rec.worker_id,
-            pg_idgen_core::layout::format_unix_ms(rec.until_unix_ms as i128)
+            pg_idgen_core::layout::format_unix_ms(rec.until_unix_ms as i128),
+            rec.max_drift_ms
         ))
         .unwrap_or_default();
         // SAFETY: `buf` is the StringInfo PostgreSQL passed; the text is NUL-terminated.

@@ -60,7 +60,9 @@ fn stored() -> Option<Stored> {
             Some("Store the worker id again with set_worker_id()."),
         ),
     });
-    CACHE.with(|c| c.set(Some(s)));
+    if tables::fresh() {
+        CACHE.with(|c| c.set(Some(s)));
+    }
     s
 }
 
@@ -178,7 +180,7 @@ fn clear_worker_id() -> bool {
 /// the system identifier it was set on and whether that is this cluster, and with leases on the
 /// lease's state (`off` without). (Symbol `snowflake_worker_with_lease_wrapper`: the four-column
 /// form of 0.1.0 and 0.2.0 had `snowflake_worker_wrapper`, kept in `compat`.)
-#[pg_extern(volatile, parallel_safe, name = "snowflake_worker")]
+#[pg_extern(volatile, parallel_restricted, name = "snowflake_worker")]
 #[allow(clippy::type_complexity)]
 fn snowflake_worker_with_lease() -> TableIterator<
     'static,

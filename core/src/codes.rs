@@ -64,7 +64,13 @@ pub enum CodeError {
     Overflow { format: Format },
     /// Only non-negative ids have codes.
     Negative(i64),
+    /// Longer than [`MAX_CODE_BYTES`]: refused before it is read (a code is 11 to 15 symbols).
+    TooLong { len: usize },
 }
+
+/// The longest text [`decode`] reads, in bytes: room for any code with hyphens between its
+/// symbols, and a bound on the work and memory a caller's string can cost.
+pub const MAX_CODE_BYTES: usize = 256;
 
 impl std::fmt::Display for CodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -87,6 +93,9 @@ impl std::fmt::Display for CodeError {
                 write!(f, "{} code is out of range for bigint (above 2^63-1)", format.name())
             }
             CodeError::Negative(v) => write!(f, "{v} is negative; only ids 0 .. 2^63-1 have text codes"),
+            CodeError::TooLong { len } => {
+                write!(f, "a code of {len} bytes is too long (at most {MAX_CODE_BYTES})")
+            }
         }
     }
 }
@@ -146,6 +155,9 @@ fn base62_value(c: char) -> Option<u64> {
 /// The id a code stands for. Syntax is checked first (the first bad character is reported),
 /// then the range, then the check symbol.
 pub fn decode(code: &str, format: Format) -> Result<i64, CodeError> {
+    if code.len() > MAX_CODE_BYTES {
+        return Err(CodeError::TooLong { len: code.len() });
+    }
     // (position, value) of every symbol
     let mut symbols: Vec<(usize, char, u64)> = Vec::with_capacity(code.len());
     let check = matches!(format, Format::Crockford { check: true });
@@ -190,6 +202,15 @@ pub fn decode(code: &str, format: Format) -> Result<i64, CodeError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_long_string_is_refused_before_it_is_read() {
+        let long = "-".repeat(MAX_CODE_BYTES) + "1";
+        assert_eq!(decode(&long, Format::Crockford { check: false }), Err(CodeError::TooLong { len: 257 }));
+        let ok = "-".repeat(MAX_CODE_BYTES - 1) + "1";
+        assert_eq!(decode(&ok, Format::Crockford { check: false }), Ok(1));
+    }
+
     use super::*;
 
     const C: Format = Format::Crockford { check: false };

@@ -330,6 +330,30 @@ pub fn reservation_end(layout: &Layout, tick: u64, now_ms: i64, window_ms: i64) 
     (tick.max(now_tick) + window_ticks(layout, window_ms) + 1).min(layout.max_time() + 1)
 }
 
+/// The Unix ms at or after which a server issues its first id after recovery (a promoted
+/// standby, crash recovery), when it may not have replayed the old primary's last reservations
+/// (an asynchronous standby that lagged).
+///
+/// Every id [`next_id`] issues lies in a tick that starts at most `max_drift_ms` after the wall
+/// clock reading of that same call (the lead check is the last thing before the id exists, and
+/// a restart behind the reservation or a clock step back only ever makes the call wait or fail,
+/// never relaxes the check). The old primary's clock read at most `now_ms + skew_ms` when it
+/// issued its last id, if the two clocks differ by at most `skew_ms` and the old primary
+/// issued nothing after this server's `now_ms` (it was stopped before the promotion). So
+/// every id it issued starts strictly before `now_ms + max_lead_ms + skew_ms + 1`, where
+/// `max_lead_ms` is the largest `max_drift_ms` it ran with. Ids from the tick that starts at or
+/// after the result are above all of them. Saturates instead of overflowing.
+pub fn recovery_floor_ms(now_ms: i64, max_lead_ms: i64, skew_ms: i64) -> i64 {
+    now_ms.saturating_add(max_lead_ms.max(0)).saturating_add(skew_ms.max(0)).saturating_add(1)
+}
+
+/// The wall clock reading from which a generator continuing at `floor_ms` issues ids within its
+/// own `max_drift_ms`: the first calls after recovery wait for it, so that the promoted server's
+/// ids keep the same bound (a later promotion of another server relies on it).
+pub fn recovery_wait_until_ms(floor_ms: i64, max_drift_ms: i64) -> i64 {
+    floor_ms.saturating_sub(max_drift_ms.max(0))
+}
+
 /// The reservation window in ticks (at least one).
 fn window_ticks(layout: &Layout, window_ms: i64) -> u64 {
     (window_ms.max(1) as u64).div_ceil(layout.unit_ms as u64)
@@ -699,6 +723,181 @@ mod tests {
         clock.add(60_000);
         let mut r2 = r.restarted();
         assert!(r2.next(&clock).unwrap().id > max_issued);
+    }
+
+    /// A generator that lost every reservation after `lost_at` (the standby's view): state and
+    /// reservation just below it, then raised to the recovery floor as the server does.
+    fn promoted(layout: &str, worker: u64, policy: Policy, replayed: u64, floor_ms: i64) -> Gen {
+        let g = Gen::new(layout, worker, policy);
+        g.ws.state.store(state_before_tick(replayed, g.layout.sequence_bits), Ordering::Relaxed);
+        g.ws.reserved.store(replayed, Ordering::Relaxed);
+        g.durable.set(replayed);
+        let floor = g.layout.unix_ms_to_tick(floor_ms + g.layout.unit_ms - 1).max(0) as u64;
+        g.ws.state.fetch_max(state_before_tick(floor, g.layout.sequence_bits), Ordering::Relaxed);
+        g
+    }
+
+    #[test]
+    fn every_issued_id_starts_at_most_max_drift_after_the_clock_of_its_call() {
+        // Bursts that run ahead, waits, a restart behind a reservation far ahead (reserve window
+        // larger than the drift), clock steps back and forth, a larger max_drift after a reload:
+        // no id ever starts more than the max_drift_ms in force after the clock its call read.
+        for layout in ["time=41,worker=10,sequence=3", "default", "time=40,worker=10,sequence=4,unit_ms=10"] {
+            let mut g = Gen::new(
+                layout,
+                7,
+                Policy { max_drift_ms: 300, max_wait_ms: 20, reserve_window_ms: 2_000, ..ZERO },
+            );
+            let clock = TestClock::at(crate::layout::DEFAULT_EPOCH_MS + 10_000_000);
+            let mut last = 0i64;
+            let mut checked = 0u32;
+            let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+            for round in 0..400 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                match rng % 7 {
+                    0 => clock.add((rng >> 8) as i64 % 500),
+                    1 => clock.add(-((rng >> 8) as i64 % 400)),
+                    2 => g = g.restarted(),
+                    3 => g.policy.max_drift_ms = [0, 300, 1_000][(rng >> 8) as usize % 3],
+                    _ => {}
+                }
+                for _ in 0..(rng >> 16) % 3000 {
+                    match g.next(&clock) {
+                        Ok(i) => {
+                            let start = g.layout.tick_to_unix_ms(i.parts.time);
+                            assert!(
+                                start <= (clock.now_ms() + g.policy.max_drift_ms) as i128,
+                                "{layout} round {round}: tick starts at {start}, clock {}, max_drift {}",
+                                clock.now_ms(),
+                                g.policy.max_drift_ms
+                            );
+                            assert!(i.id > last);
+                            last = i.id;
+                            checked += 1;
+                        }
+                        Err(GenError::TooFarAhead { .. }) => break,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+            assert!(checked > 5_000, "{layout}: {checked} ids checked");
+        }
+    }
+
+    #[test]
+    fn after_recovery_the_floor_is_above_every_id_the_old_primary_could_have_issued() {
+        // 8 ids per ms, max_drift 2000: a burst runs the old primary 2 s ahead at once. The old
+        // primary's clock is 100 ms ahead of the promoted server's (the skew allowance). The
+        // standby replayed only the first reservation.
+        let layout = "time=41,worker=10,sequence=3";
+        let policy = Policy { max_drift_ms: 2_000, max_wait_ms: 5, reserve_window_ms: 1_000, ..ZERO };
+        let skew = 100;
+        let real0 = crate::layout::DEFAULT_EPOCH_MS + 50_000_000;
+        let old_clock = TestClock::at(real0 + skew);
+        let mut old = Gen::new(layout, 7, policy);
+        let mut max_old = 0i64;
+        let mut all_old = HashSet::new();
+        old.next(&old_clock).unwrap();
+        let replayed = old.durable.get();
+        // a burst until the lead reaches max_drift_ms, then ids at the clock's pace
+        let mut burst = |old: &mut Gen, clock: &TestClock, n: usize, max_old: &mut i64| {
+            for k in 0..n {
+                if k % 8 == 7 {
+                    clock.add(1);
+                }
+                for _ in 0..64 {
+                    // after its restart it refuses until its clock reaches the reservation
+                    match old.next(clock) {
+                        Ok(i) => {
+                            *max_old = (*max_old).max(i.id);
+                            all_old.insert(i.id);
+                        }
+                        Err(GenError::TooFarAhead { .. }) => clock.add(1),
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+        };
+        burst(&mut old, &old_clock, 300, &mut max_old);
+        // its own crash and restart behind its reservation, then more
+        old = old.restarted();
+        burst(&mut old, &old_clock, 300, &mut max_old);
+        let lead = old.layout.tick_to_unix_ms((max_old >> 13) as u64) - old_clock.now_ms() as i128;
+        assert_eq!(lead, 2_000, "the old primary ran the full max_drift_ms ahead");
+
+        // promoted at once on a clock `skew` behind: the floor with the allowance is above all
+        let new_clock = TestClock::at(old_clock.now_ms() - skew);
+        let floor = recovery_floor_ms(new_clock.now_ms(), 2_000, skew);
+        let mut new = promoted(layout, 7, Policy { max_wait_ms: 10_000, ..policy }, replayed, floor);
+        let first = new.next(&new_clock).unwrap();
+        assert!(first.id > max_old, "first id {} above the old primary's {}", first.id, max_old);
+        assert!(
+            new_clock.now_ms() >= recovery_wait_until_ms(floor, 2_000),
+            "the first id waited until its lead is within max_drift_ms"
+        );
+        for _ in 0..20_000 {
+            let i = new.next(&new_clock).unwrap();
+            assert!(i.id > max_old && !all_old.contains(&i.id));
+        }
+
+        // Each part of the bound is needed: one ms less skew allowance, or the promoted server's
+        // own smaller max_drift_ms instead of the old primary's, and the first id repeats one.
+        let new_clock = TestClock::at(old_clock.now_ms() - skew);
+        for (lead, allowance) in [(2_000, skew - 1), (1_000, skew)] {
+            let floor = recovery_floor_ms(new_clock.now_ms(), lead, allowance);
+            let mut short = promoted(layout, 7, Policy { max_wait_ms: 10_000, ..policy }, replayed, floor);
+            let i = short.next(&new_clock).unwrap();
+            assert!(
+                i.id <= max_old,
+                "lead {lead}, allowance {allowance}: {} not at or below {}",
+                i.id,
+                max_old
+            );
+        }
+        // Without the floor (the replayed reservation and the clock only): most of the first
+        // 20,000 ids were issued before.
+        let mut bare = promoted(layout, 7, policy, replayed, 0);
+        let clock = TestClock::at(old_clock.now_ms() - skew);
+        let again = (0..20_000).filter(|_| bare.next(&clock).unwrap().id <= max_old).count();
+        assert!(again > 10_000, "{again} of 20,000 at or below the old primary's largest");
+    }
+
+    #[test]
+    fn a_server_promoted_twice_in_a_row_stays_above_both_old_primaries() {
+        // The first promoted server waits until its ids are within its own max_drift_ms: so the
+        // same bound holds when it fails over in turn, within milliseconds, to a third server
+        // whose clock is `skew` behind it and that replayed nothing of it.
+        let layout = "time=41,worker=10,sequence=3";
+        let policy = Policy { max_drift_ms: 1_000, max_wait_ms: 5_000, reserve_window_ms: 1_000, ..ZERO };
+        let skew = 50;
+        let t0 = crate::layout::DEFAULT_EPOCH_MS + 70_000_000;
+        let a_clock = TestClock::at(t0);
+        let mut a = Gen::new(layout, 1, policy);
+        let mut max_seen = 0i64;
+        for _ in 0..16_000 {
+            max_seen = max_seen.max(a.next(&a_clock).unwrap().id);
+        }
+        let b_clock = TestClock::at(a_clock.now_ms() + skew);
+        let mut b = promoted(layout, 1, policy, 0, recovery_floor_ms(b_clock.now_ms(), 1_000, skew));
+        for _ in 0..16_000 {
+            let i = b.next(&b_clock).unwrap();
+            assert!(i.id > max_seen);
+            max_seen = i.id;
+        }
+        let c_clock = TestClock::at(b_clock.now_ms() - skew);
+        let mut c = promoted(layout, 1, policy, 0, recovery_floor_ms(c_clock.now_ms(), 1_000, skew));
+        assert!(c.next(&c_clock).unwrap().id > max_seen);
+    }
+
+    #[test]
+    fn recovery_floor_saturates() {
+        assert_eq!(recovery_floor_ms(1_000, 2_000, 250), 3_251);
+        assert_eq!(recovery_floor_ms(i64::MAX - 5, 2_000, 250), i64::MAX);
+        assert_eq!(recovery_floor_ms(1_000, -5, -5), 1_001);
+        assert_eq!(recovery_wait_until_ms(3_251, 2_000), 1_251);
+        assert_eq!(recovery_wait_until_ms(i64::MIN + 1, 2_000), i64::MIN);
     }
 
     #[test]

@@ -265,6 +265,31 @@ impl Mask {
     }
 }
 
+/// The largest domain [`ff1`] accepts: radix^len ≤ 2^MAX_DOMAIN_BITS. NIST SP 800-38G lets an
+/// FF1 implementation choose its `maxlen` (below 2^32 numerals); this one bounds the domain as a
+/// size in bits, so that one call takes milliseconds at most whatever the radix (FF1 is
+/// quadratic in the length; a call cannot be interrupted inside the rounds) and the published
+/// vectors all fit (the longest: 128 numerals of radix 36, 662 bits).
+pub const MAX_DOMAIN_BITS: u32 = 1024;
+
+/// The longest tweak [`ff1`] accepts, in bytes (NIST SP 800-38G: `maxTlen` is the
+/// implementation's choice). Every round of FF1 runs the PRF over the tweak.
+pub const MAX_TWEAK_BYTES: usize = 1024;
+
+/// `maxlen` for `radix`: the most numerals whose domain stays within 2^[`MAX_DOMAIN_BITS`]
+/// (1024 for radix 2, 308 for radix 10, 198 for radix 36, 64 for radix 65536).
+pub fn ff1_max_len(radix: u32) -> usize {
+    if radix < 2 {
+        return 0;
+    }
+    if radix.is_power_of_two() {
+        return (MAX_DOMAIN_BITS / radix.trailing_zeros()) as usize;
+    }
+    // radix^n ≤ 2^bits ⇔ n·log2(radix) ≤ bits; not a power of two, so never equal: floor is exact
+    // up to rounding far below one numeral.
+    (f64::from(MAX_DOMAIN_BITS) / f64::from(radix).log2()).floor() as usize
+}
+
 /// Why a generic FF1 call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ff1Error {
@@ -274,6 +299,10 @@ pub enum Ff1Error {
     Radix(u32),
     /// A numeral is not below the radix, or the string is too short or too long.
     Numerals(NumeralStringError),
+    /// More numerals than [`ff1_max_len`] allows for the radix.
+    TooLong { len: usize, max_len: usize, radix: u32 },
+    /// A tweak longer than [`MAX_TWEAK_BYTES`].
+    TweakTooLong { len: usize },
 }
 
 impl std::fmt::Display for Ff1Error {
@@ -290,6 +319,13 @@ impl std::fmt::Display for Ff1Error {
             ),
             Ff1Error::Numerals(NumeralStringError::TooLong { ns_len, max_len }) => {
                 write!(f, "{ns_len} numerals are too many for FF1 (at most {max_len})")
+            }
+            Ff1Error::TooLong { len, max_len, radix } => write!(
+                f,
+                "{len} numerals are too many for FF1 with radix {radix}: at most {max_len} (a domain of at most 2^{MAX_DOMAIN_BITS} values)"
+            ),
+            Ff1Error::TweakTooLong { len } => {
+                write!(f, "an FF1 tweak of {len} bytes is too long: at most {MAX_TWEAK_BYTES} bytes")
             }
         }
     }
@@ -316,6 +352,19 @@ where
     }
 }
 
+/// The length bounds of [`ff1`], checked before anything else is done with the input (the
+/// caller can check them before converting a long argument).
+pub fn check_ff1_lengths(radix: u32, len: usize, tweak_len: usize) -> Result<(), Ff1Error> {
+    let max_len = ff1_max_len(radix);
+    if len > max_len {
+        return Err(Ff1Error::TooLong { len, max_len, radix });
+    }
+    if tweak_len > MAX_TWEAK_BYTES {
+        return Err(Ff1Error::TweakTooLong { len: tweak_len });
+    }
+    Ok(())
+}
+
 /// FF1 (NIST SP 800-38G) with AES-128/192/256 (by key length), any radix and tweak, on a
 /// numeral string (first numeral most significant). Binary strings of up to 128 numerals go
 /// through [`Bits`], the numeral string of [`Mask`]; others through the crate's
@@ -330,6 +379,7 @@ pub fn ff1(
     if !(2..=65536).contains(&radix) {
         return Err(Ff1Error::Radix(radix));
     }
+    check_ff1_lengths(radix, numerals.len(), tweak.len())?;
     match key.len() {
         16 => run(
             FF1::<Aes128>::new(key, radix).map_err(|_| Ff1Error::Radix(radix))?,
@@ -377,6 +427,37 @@ mod tests {
             self.0 ^= self.0 >> 27;
             self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
         }
+    }
+
+    #[test]
+    fn ff1_max_len_bounds_the_domain_to_1024_bits() {
+        assert_eq!(ff1_max_len(2), 1024);
+        assert_eq!(ff1_max_len(10), 308); // 10^308 < 2^1024 < 10^309
+        assert_eq!(ff1_max_len(36), 198);
+        assert_eq!(ff1_max_len(65536), 64);
+        assert_eq!(ff1_max_len(65535), 64);
+        for radix in [3u32, 10, 36, 62, 255, 1000, 65535] {
+            let n = ff1_max_len(radix) as f64;
+            let bits = f64::from(radix).log2();
+            assert!(n * bits <= 1024.0 && (n + 1.0) * bits > 1024.0, "radix {radix}");
+        }
+    }
+
+    #[test]
+    fn ff1_refuses_input_above_the_bounds_before_any_work() {
+        let key = [0u8; 16];
+        assert!(ff1(&key, &[], 10, &[1; 308], false).is_ok());
+        assert_eq!(
+            ff1(&key, &[], 10, &[1; 309], false),
+            Err(Ff1Error::TooLong { len: 309, max_len: 308, radix: 10 })
+        );
+        assert!(ff1(&key, &[], 2, &[1; 1024], false).is_ok());
+        assert!(matches!(ff1(&key, &[], 2, &[1; 1025], true), Err(Ff1Error::TooLong { .. })));
+        assert!(ff1(&key, &[7; 1024], 10, &[1; 10], false).is_ok());
+        assert_eq!(ff1(&key, &[7; 1025], 10, &[1; 10], false), Err(Ff1Error::TweakTooLong { len: 1025 }));
+        // a key length error does not hide the bound, nor the bound the radix
+        assert!(matches!(ff1(&[0u8; 3], &[], 10, &[1; 5000], false), Err(Ff1Error::TooLong { .. })));
+        assert_eq!(ff1(&key, &[], 1, &[1; 5000], false), Err(Ff1Error::Radix(1)));
     }
 
     #[test]

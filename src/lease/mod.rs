@@ -3,6 +3,8 @@
 //!
 //! * [`worker`] — the background worker that claims, renews and releases the lease;
 //! * [`registry`] — its client of the registry database (claim/renew in one statement);
+//! * [`conninfo`] — `pg_idgen.registry` checked and made per-host settings, the password file;
+//! * [`tls`] — TLS to the registry (rustls), libpq's `sslmode` checks;
 //! * [`shmem`] — the shared word the hot path checks, and the worker's state for messages.
 //!
 //! This module is what backends call: [`generation_worker`] on the hot path (one atomic load and
@@ -12,8 +14,10 @@
 //! id a session configured (setting or `pg_idgen_worker` row) is verified against the lease, never
 //! silently replaced.
 
+pub mod conninfo;
 pub mod registry;
 pub mod shmem;
+pub mod tls;
 pub mod worker;
 
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -17,7 +17,10 @@
 use std::time::Duration;
 
 use tokio::runtime::Runtime;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
+
+use super::conninfo::Settings;
+use super::tls::{self, MakeRustls};
 
 /// Who claims: this node's identity as the registry records it.
 pub struct Holder {
@@ -89,7 +92,13 @@ fn err(e: impl std::fmt::Display) -> RegError {
 fn db_err(e: tokio_postgres::Error) -> RegError {
     match e.as_db_error() {
         Some(d) => format!("{}: {}", d.severity(), d.message()),
-        None => err(e),
+        // tokio-postgres's own text is the kind ("error performing TLS handshake"); the cause
+        // says what happened (a TLS error of `lease::tls`, an I/O error). Neither carries the
+        // connection string.
+        None => match std::error::Error::source(&e) {
+            Some(why) => format!("{}: {}", err(&e), err(why)),
+            None => err(e),
+        },
     }
 }
 
@@ -104,72 +113,10 @@ fn block_all_signals() {
     }
 }
 
-/// `cfg` as one configuration per host (with its hostaddr and port), in order: the same
-/// settings, a connect_timeout of `timeout`; one configuration if it names no host.
-fn per_host(cfg: &tokio_postgres::Config, timeout: Duration) -> Vec<tokio_postgres::Config> {
-    use tokio_postgres::config::Host;
-    let n = cfg.get_hosts().len().max(cfg.get_hostaddrs().len()).max(1);
-    (0..n)
-        .map(|i| {
-            let mut c = tokio_postgres::Config::new();
-            if let Some(u) = cfg.get_user() {
-                c.user(u);
-            }
-            if let Some(p) = cfg.get_password() {
-                c.password(p);
-            }
-            if let Some(d) = cfg.get_dbname() {
-                c.dbname(d);
-            }
-            if let Some(o) = cfg.get_options() {
-                c.options(o);
-            }
-            c.application_name("pg_idgen lease worker");
-            c.ssl_mode(cfg.get_ssl_mode());
-            c.ssl_negotiation(cfg.get_ssl_negotiation());
-            c.channel_binding(cfg.get_channel_binding());
-            c.target_session_attrs(cfg.get_target_session_attrs());
-            c.connect_timeout(timeout);
-            if let Some(t) = cfg.get_tcp_user_timeout() {
-                c.tcp_user_timeout(*t);
-            }
-            c.keepalives(cfg.get_keepalives());
-            c.keepalives_idle(cfg.get_keepalives_idle());
-            if let Some(t) = cfg.get_keepalives_interval() {
-                c.keepalives_interval(t);
-            }
-            if let Some(r) = cfg.get_keepalives_retries() {
-                c.keepalives_retries(r);
-            }
-            match cfg.get_hosts().get(i) {
-                Some(Host::Tcp(h)) => {
-                    c.host(h);
-                }
-                Some(Host::Unix(p)) => {
-                    c.host_path(p);
-                }
-                None => {}
-            }
-            if let Some(a) = cfg.get_hostaddrs().get(i) {
-                c.hostaddr(*a);
-            }
-            if let Some(p) = cfg.get_ports().get(i).or_else(|| cfg.get_ports().first()) {
-                c.port(*p);
-            }
-            c
-        })
-        .collect()
-}
-
-/// Whether `conninfo` parses as a connection string (key=value or URI), with the parser's error.
+/// Whether `conninfo` is a usable connection string (the options and their values), with the
+/// reason: never a part of the string (see `lease::conninfo`).
 pub fn check_conninfo(conninfo: &str) -> Result<(), RegError> {
-    conninfo.parse::<tokio_postgres::Config>().map(|_| ()).map_err(|e| {
-        // tokio-postgres says "invalid connection string"; the reason is its source.
-        match std::error::Error::source(&e) {
-            Some(why) => format!("{}: {}", err(&e), err(why)),
-            None => err(e),
-        }
-    })
+    Settings::parse(conninfo).map(|_| ())
 }
 
 impl Registry {
@@ -229,8 +176,12 @@ impl Registry {
             return Ok(());
         }
         self.client = None;
-        let cfg: tokio_postgres::Config =
-            self.conninfo.parse().map_err(|e| format!("invalid pg_idgen.registry: {}", err(e)))?;
+        let settings =
+            Settings::parse(&self.conninfo).map_err(|e| format!("invalid pg_idgen.registry: {e}"))?;
+        // The files (CA, client certificate and key, password file) are read here, at each
+        // connection, by this worker: a renewed certificate is used from the next connection on.
+        let tls = tls::client_config(settings.ssl_mode, &settings.tls_files)?;
+        let passfile = settings.read_passfile()?;
         // One attempt per host of a multi-host string (`host=r1,r2`), each bounded by the
         // timeout on its own: tokio-postgres tries the hosts in one future, and its
         // connect_timeout covers only the TCP connect, not the start-up; with one bound for the
@@ -238,8 +189,11 @@ impl Registry {
         // proxy) used all of it and the second host, the promoted standby, was never tried.
         let mut errors = Vec::new();
         let mut found = None;
-        for one in per_host(&cfg, self.timeout) {
-            match self.run("cannot connect to the registry", one.connect(NoTls)) {
+        for t in &settings.targets {
+            let password = settings.password_for(t, passfile.as_deref());
+            let one = settings.config(t, password.as_deref(), self.timeout);
+            let make = MakeRustls::new(tls.clone());
+            match self.run("cannot connect to the registry", one.connect(make)) {
                 Ok(c) => {
                     found = Some(c);
                     break;

@@ -31,8 +31,45 @@ pub(super) fn current_user_name() -> String {
     }
 }
 
-/// Kept (not dropped) versions of a key, with the table locked against other key changes.
-pub(super) fn locked_versions(name: &str) -> (Vec<i32>, i32) {
+/// The versions of a key, with the table locked against other key changes.
+pub(super) struct Versions {
+    /// Kept (not dropped) versions.
+    pub(super) kept: Vec<i32>,
+    /// Every version with a row, dropped ones too (their codes may still exist).
+    pub(super) all: Vec<i32>,
+    /// The highest version number used (0: none).
+    pub(super) max: i32,
+}
+
+impl Versions {
+    /// Refuses to make version `new` while a row of a version with the same text symbol exists:
+    /// a text code carries the version modulo 32, so version `new` would decode that version's
+    /// codes (kept: ambiguously; dropped: silently to a wrong id instead of 42704).
+    pub(super) fn check_symbol_free(&self, name: &str, new: i32) {
+        let Some(&old) = self.all.iter().find(|&&v| v % TEXT_VERSION_MODULUS == new % TEXT_VERSION_MODULUS) else {
+            return;
+        };
+        let kept = self.kept.contains(&old);
+        crate::errors::raise_full(
+            Code::ERRCODE_OBJECT_IN_USE,
+            format!(
+                "cannot make version {new} of mask key \"{name}\": its text symbol is that of version {old}, which is {}",
+                if kept { "kept" } else { "dropped but whose text codes may still exist" }
+            ),
+            Some(format!(
+                "Text codes from uid_mask_text() carry the version modulo {TEXT_VERSION_MODULUS}; a version's symbol stays reserved while its row exists, dropped or not, so that its codes give 42704 rather than another id."
+            )),
+            Some(if kept {
+                "Drop the old version first (uid_mask_key_set_in_use(..., false), uid_mask_key_drop()), or start a new key name with uid_mask_key_create()."
+            } else {
+                "Start a new key name with uid_mask_key_create(). Only if no text code of the dropped version can ever come back, delete its row from pg_idgen_mask_keys to free the symbol."
+            }),
+        )
+    }
+}
+
+/// The versions of a key, with the table locked against other key changes.
+pub(super) fn locked_versions(name: &str) -> Versions {
     let s = extension_schema();
     Spi::connect_mut(|client| {
         client
@@ -57,16 +94,16 @@ pub(super) fn locked_versions(name: &str) -> (Vec<i32>, i32) {
             .unwrap_or_else(|e| {
                 raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not read the key table: {e}"), None)
             });
-        let mut kept = Vec::new();
-        let mut max = 0;
+        let mut versions = Versions { kept: Vec::new(), all: Vec::new(), max: 0 };
         for r in t {
             let v: i32 = r.get(1).ok().flatten().unwrap_or(0);
-            max = max.max(v);
+            versions.max = versions.max.max(v);
+            versions.all.push(v);
             if r.get::<bool>(2).ok().flatten() == Some(true) {
-                kept.push(v);
+                versions.kept.push(v);
             }
         }
-        (kept, max)
+        versions
     })
 }
 
@@ -102,16 +139,18 @@ pub(super) fn uid_mask_key_create(name: &str) -> i32 {
     check_key_name(name);
     let by = current_user_name();
     as_key_owner(|| {
-        let (kept, max) = locked_versions(name);
-        if !kept.is_empty() {
+        let versions = locked_versions(name);
+        if !versions.kept.is_empty() {
             raise(
                 Code::ERRCODE_DUPLICATE_OBJECT,
                 format!("mask key \"{name}\" already exists"),
                 Some("Rotate it with uid_mask_key_rotate() to make a new version."),
             );
         }
-        insert_version(name, max + 1, &by);
-        max + 1
+        let new = versions.max + 1;
+        versions.check_symbol_free(name, new);
+        insert_version(name, new, &by);
+        new
     })
 }
 
@@ -122,21 +161,12 @@ pub(super) fn uid_mask_key_rotate(name: &str) -> i32 {
     prevent_during_recovery(c"uid_mask_key_rotate()");
     let by = current_user_name();
     as_key_owner(|| {
-        let (kept, max) = locked_versions(name);
-        if kept.is_empty() {
+        let versions = locked_versions(name);
+        if versions.kept.is_empty() {
             no_such_key(name);
         }
-        let new = max + 1;
-        if kept.contains(&(new - TEXT_VERSION_MODULUS)) {
-            raise(
-                Code::ERRCODE_OBJECT_IN_USE,
-                format!(
-                    "cannot make version {new} of mask key \"{name}\" while version {} is kept",
-                    new - TEXT_VERSION_MODULUS
-                ),
-                Some("Text codes from uid_mask_text() carry the version modulo 32; drop the old version first."),
-            );
-        }
+        let new = versions.max + 1;
+        versions.check_symbol_free(name, new);
         insert_version(name, new, &by);
         new
     })
@@ -173,7 +203,7 @@ pub(super) fn uid_mask_key_drop(name: &str, version: i32) {
     prevent_during_recovery(c"uid_mask_key_drop()");
     let s = extension_schema();
     as_key_owner(|| {
-        let (kept, _) = locked_versions(name);
+        let kept = locked_versions(name).kept;
         if !kept.contains(&version) {
             raise(
                 Code::ERRCODE_UNDEFINED_OBJECT,

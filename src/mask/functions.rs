@@ -91,6 +91,11 @@ pub(super) fn ff1_sql(
     tweak: &[u8],
     decrypt: bool,
 ) -> Vec<i32> {
+    // the bounds first: a long array is refused before it is converted or encrypted (one call
+    // is then short, and a statement of many calls is interrupted between them)
+    if (2..=65536).contains(&radix) {
+        core_mask::check_ff1_lengths(radix as u32, numerals.len(), tweak.len()).unwrap_or_else(|e| ff1_error(e));
+    }
     let ns: Vec<u16> = numerals
         .iter()
         .enumerate()
@@ -107,7 +112,18 @@ pub(super) fn ff1_sql(
     let radix = u32::try_from(radix).unwrap_or(0);
     core_mask::ff1(key, tweak, radix, &ns, decrypt)
         .map(|v| v.into_iter().map(i32::from).collect())
-        .unwrap_or_else(|e: Ff1Error| raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, e.to_string(), None))
+        .unwrap_or_else(|e: Ff1Error| ff1_error(e))
+}
+
+fn ff1_error(e: Ff1Error) -> ! {
+    match e {
+        Ff1Error::TooLong { .. } | Ff1Error::TweakTooLong { .. } => raise(
+            Code::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            e.to_string(),
+            Some("uid_ff1_encrypt/uid_ff1_decrypt take numeral strings of a domain up to 2^1024 values and tweaks up to 1024 bytes; split longer data."),
+        ),
+        _ => raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, e.to_string(), None),
+    }
 }
 
 /// FF1 (NIST SP 800-38G) encryption of a numeral string (first numeral most significant) with

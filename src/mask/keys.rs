@@ -31,8 +31,9 @@ impl Ring {
 }
 
 thread_local! {
-    /// Key rings read so far in this backend, by name.
-    static RINGS: RefCell<HashMap<String, Rc<Ring>>> = RefCell::new(HashMap::new());
+    /// Key rings read so far in this backend, by name, and whether each was read with a fresh
+    /// snapshot (false: in a parallel operation, used only until it ends, see `tables`).
+    static RINGS: RefCell<HashMap<String, (Rc<Ring>, bool)>> = RefCell::new(HashMap::new());
     /// The key table's oid and owner, once looked up.
     static TABLE: Cell<Option<(pg_sys::Oid, pg_sys::Oid)>> = const { Cell::new(None) };
     /// The last key given to `uid_mask_raw`/`uid_unmask_raw` and its expanded form.
@@ -141,11 +142,12 @@ pub(super) fn load_ring(name: &str) -> Option<Ring> {
 
 /// The key ring of `name`, from the backend cache or the table.
 pub(super) fn ring(name: &str) -> Rc<Ring> {
-    if let Some(r) = RINGS.with(|r| r.borrow().get(name).cloned()) {
+    let fresh = tables::fresh();
+    if let Some((r, _)) = RINGS.with(|r| r.borrow().get(name).filter(|(_, f)| *f || !fresh).cloned()) {
         return r;
     }
     let r = Rc::new(load_ring(name).unwrap_or_else(|| no_such_key(name)));
-    RINGS.with(|c| c.borrow_mut().insert(name.to_string(), r.clone()));
+    RINGS.with(|c| c.borrow_mut().insert(name.to_string(), (r.clone(), fresh)));
     r
 }
 

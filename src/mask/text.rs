@@ -22,6 +22,8 @@ pub(super) fn code_error(e: CodeError, input: &str) -> ! {
         CodeError::Overflow { .. } | CodeError::Negative(_) => {
             raise(Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, e.to_string(), None)
         }
+        // not echoed: it may be anything up to 1 GB
+        CodeError::TooLong { .. } => raise(Code::ERRCODE_INVALID_TEXT_REPRESENTATION, e.to_string(), None),
         CodeError::InvalidChar { format: Format::Crockford { .. }, .. } => raise_full(
             Code::ERRCODE_INVALID_TEXT_REPRESENTATION,
             e.to_string(),
@@ -81,6 +83,9 @@ pub(super) fn plain(f: Format) -> Format {
 #[pg_extern(stable, strict, parallel_restricted)]
 pub(super) fn uid_unmask_text(code: &str, key_name: &str, format: default!(&str, "'crockford'")) -> i64 {
     let f = format_arg(format);
+    if code.len() > codes::MAX_CODE_BYTES {
+        code_error(CodeError::TooLong { len: code.len() }, "");
+    }
     let trimmed = if matches!(f, Format::Crockford { .. }) { code.trim_start_matches('-') } else { code };
     let mut chars = trimmed.chars();
     let first = chars.next().unwrap_or_else(|| code_error(CodeError::Empty { format: f }, code));

@@ -98,22 +98,69 @@ pub unsafe extern "C-unwind" fn pg_idgen_segment_link(fcinfo: pg_sys::FunctionCa
 /// not an error here: a dump of a database whose tag lost its sequence (the owner of the
 /// extension's schema can drop it) must still restore every other tag; that tag already fails
 /// with 55000 at use, and a WARNING names it now.
+/// What a backing sequence backs: segment tags, or keyed spaces (`keyed::admin`).
+pub(crate) struct Backed {
+    /// "segment tag", "keyed space"
+    pub what: &'static str,
+    /// The column of the owning table that names the object.
+    pub name_column: &'static str,
+    /// The prefix of every backing sequence's name.
+    pub prefix: &'static str,
+    /// The function that creates one, and the one that drops one.
+    pub create: &'static str,
+    pub drop: &'static str,
+    /// The HINT of a sequence that cannot back one.
+    pub hint: &'static str,
+    /// What "another one uses it" says.
+    pub taken: &'static str,
+    /// "the tag", "the space"
+    pub the: &'static str,
+}
+
+pub(crate) const SEGMENT: Backed = Backed {
+    what: "segment tag",
+    name_column: "tag",
+    prefix: "pg_idgen_seg_",
+    create: "segment_create",
+    drop: "segment_drop",
+    hint: "The backing sequence of a tag is created by segment_create: pg_idgen_seg_<n> in the extension's schema, one per tag.",
+    taken: "another tag uses it",
+    the: "the tag",
+};
+
 fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::Oid, tag: &str) {
+    link_backing(&SEGMENT, table, table_owner, attnum, seq, tag)
+}
+
+pub(crate) fn link_backing(
+    b: &Backed,
+    table: pg_sys::Oid,
+    table_owner: pg_sys::Oid,
+    attnum: i16,
+    seq: pg_sys::Oid,
+    tag: &str,
+) {
+    let what = b.what;
     // SAFETY: superuser() reads the current user's role; lsyscache lookups return copies or
     // 0/NULL for a missing relation; sequenceIsOwned only reads pg_depend.
     unsafe {
         if !pg_sys::superuser() {
             raise(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                format!("permission denied to add segment tag \"{tag}\""),
-                Some("Segment tags are made by segment_create (superusers); their rows are restored by a superuser."),
+                format!("permission denied to add {what} \"{tag}\""),
+                Some(&format!(
+                    "They are made by {} (superusers); their rows are restored by a superuser.",
+                    b.create
+                )),
             );
         }
         let relkind = pg_sys::get_rel_relkind(seq);
         if relkind == 0 {
             pgrx::warning!(
-                "pg_idgen: the backing sequence (OID {}) of segment tag \"{tag}\" does not exist; the tag cannot be used until it is dropped (segment_drop) and created again above the values it handed out",
-                u32::from(seq)
+                "pg_idgen: the backing sequence (OID {}) of {what} \"{tag}\" does not exist; {} cannot be used until it is dropped ({}) and created again above the values it handed out",
+                u32::from(seq),
+                b.the,
+                b.drop
             );
             return;
         }
@@ -121,8 +168,8 @@ fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::
         let bad = |why: &str| -> ! {
             raise(
                 Code::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("relation {rel_name} cannot back segment tag \"{tag}\": {why}"),
-                Some("The backing sequence of a tag is created by segment_create: pg_idgen_seg_<n> in the extension's schema, one per tag."),
+                format!("relation {rel_name} cannot back {what} \"{tag}\": {why}"),
+                Some(b.hint),
             )
         };
         if relkind != pg_sys::RELKIND_SEQUENCE as std::ffi::c_char {
@@ -132,17 +179,17 @@ fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::
             bad("it is not in the extension's schema");
         }
         let name = pg_sys::get_rel_name(seq);
-        if name.is_null() || !CStr::from_ptr(name).to_bytes().starts_with(b"pg_idgen_seg_") {
-            bad("its name does not start with pg_idgen_seg_");
+        if name.is_null() || !CStr::from_ptr(name).to_bytes().starts_with(b.prefix.as_bytes()) {
+            bad(&format!("its name does not start with {}", b.prefix));
         }
         // (The scan's fresh snapshot does not show this statement's own row: any row with
         // this sequence and another tag is another tag.)
         let mut other = false;
         crate::tables::scan(table, |row| {
-            other |= row.oid("seq") == Some(seq) && row.text("tag").as_deref() != Some(tag)
+            other |= row.oid("seq") == Some(seq) && row.text(b.name_column).as_deref() != Some(tag)
         });
         if other {
-            bad("another tag uses it");
+            bad(b.taken);
         }
         let (mut owner_table, mut owner_col) = (pg_sys::InvalidOid, 0i32);
         let owned = pg_sys::sequenceIsOwned(
@@ -182,17 +229,13 @@ fn link(table: pg_sys::Oid, table_owner: pg_sys::Oid, attnum: i16, seq: pg_sys::
                     .to_string_lossy()
                     .into_owned();
             Spi::run(&format!("ALTER SEQUENCE {seq_name} OWNER TO {role}"))
-                .unwrap_or_else(|e| link_failed(&seq_name, e));
+                .unwrap_or_else(|e| link_failed(&seq_name, what, e));
         }
         Spi::run(&format!("ALTER SEQUENCE {seq_name} OWNED BY {table_name}.{column}"))
-            .unwrap_or_else(|e| link_failed(&seq_name, e));
+            .unwrap_or_else(|e| link_failed(&seq_name, what, e));
     }
 }
 
-fn link_failed(seq: &str, e: pgrx::spi::Error) -> ! {
-    raise(
-        Code::ERRCODE_INTERNAL_ERROR,
-        format!("pg_idgen could not link {seq} to its segment tag: {e}"),
-        None,
-    )
+fn link_failed(seq: &str, what: &str, e: pgrx::spi::Error) -> ! {
+    raise(Code::ERRCODE_INTERNAL_ERROR, format!("pg_idgen could not link {seq} to its {what}: {e}"), None)
 }

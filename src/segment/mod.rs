@@ -20,11 +20,11 @@
 //! [`status`] (the `segment_status` view's functions). The DDL is in `sql/segment.sql`.
 
 mod admin;
-mod backing;
+pub(crate) mod backing;
 mod claim;
 mod config;
 mod hot;
-mod reserve;
+pub(crate) mod reserve;
 mod slots;
 mod status;
 mod table;

@@ -10,7 +10,7 @@ use crate::tables;
 use pgrx::pg_sys;
 
 use super::table::{cv_ptr, entry_ptr, Entry, Held};
-use crate::catalog::{LocalSetting, RunAs};
+use crate::catalog::RunAs;
 use crate::clock::now_unix_ms;
 use crate::errors::{raise, Code};
 
@@ -39,78 +39,21 @@ pub(super) fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
 }
 
 /// Makes everything inserted into WAL so far durable, and waits for synchronous standbys if any
-/// are configured, as a commit does.
-pub(super) fn flush_wal_and_wait_for_sync_standbys() {
-    // The reserved values are shared by every session: whether synchronous standbys confirm them
-    // must not depend on the synchronous_commit of the session that happens to reserve. A weaker
-    // setting (off, local, remote_write) is raised to `on` for the wait, in a GUC nest level of
-    // its own; remote_apply is kept.
-    // SAFETY: reads the backend's current value of the setting.
-    let weak = unsafe { pg_sys::synchronous_commit }
-        < pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_REMOTE_FLUSH as i32;
-    let _raised = weak.then(|| LocalSetting::set(c"synchronous_commit", c"on"));
+/// are configured, as a commit does (`syncrep::wait`).
+pub(crate) fn flush_wal_and_wait_for_sync_standbys() {
+    flush_wal_and_wait_for_sync_standbys_for("a segment reservation")
+}
+
+/// As [`flush_wal_and_wait_for_sync_standbys`]; `what` names what is being confirmed in the
+/// message of a cancelled wait.
+pub(crate) fn flush_wal_and_wait_for_sync_standbys_for(what: &str) {
     let upto;
-    // SAFETY: XLogFlush raises an ERROR on failure; SyncRepWaitForLSN must run with interrupts
-    // held, as RecordTransactionCommit does (it asserts so on assert-enabled builds): a cancel
-    // or termination during the wait is turned into a WARNING and the wait ends (checked
-    // below); interrupts are serviced again at the next CHECK_FOR_INTERRUPTS after RESUME. No
-    // Drop guard for the count: an ERROR inside resets InterruptHoldoffCount to 0 (errfinish).
+    // SAFETY: XLogFlush raises an ERROR on failure.
     unsafe {
         upto = flushable(pg_sys::GetXLogInsertRecPtr());
         pg_sys::XLogFlush(upto);
-        pg_sys::InterruptHoldoffCount += 1; // HOLD_INTERRUPTS()
-        pg_sys::SyncRepWaitForLSN(upto, false);
-        pg_sys::InterruptHoldoffCount -= 1; // RESUME_INTERRUPTS()
     }
-    // A termination request ended the wait and is still pending: die here, before the values
-    // (not confirmed by the standbys) are handed out.
-    pgrx::check_for_interrupts!();
-    // A cancel (statement_timeout, pg_cancel_backend, ^C) also ends the wait, but
-    // SyncRepWaitForLSN consumes it (QueryCancelPending = false, WARNING "canceling wait for
-    // synchronous replication"). For a commit that is the end of the transaction; here the
-    // statement would go on, hand out values the standbys never confirmed (a failover could
-    // issue them again) and block again at its next reservation, the cancel lost. So a wait
-    // that ended short of `upto` is a cancelled statement.
-    if !sync_standbys_reached(upto) {
-        raise(
-            Code::ERRCODE_QUERY_CANCELED,
-            "canceling statement: the wait for synchronous standbys to confirm a segment reservation was cancelled",
-            Some("The values reserved are skipped (a gap); they were not handed out."),
-        );
-    }
-}
-
-/// Whether synchronous replication, if in effect, has confirmed `upto` at the level
-/// SyncRepWaitForLSN(upto, commit = false) waits for; true when it is not in effect (not
-/// requested, or no synchronous standby named). `synchronous_standby_names` is read from the
-/// setting rather than from WalSndCtl's flag, whose name and type differ between minor releases.
-fn sync_standbys_reached(upto: pg_sys::XLogRecPtr) -> bool {
-    // SAFETY: GUC variables of this backend, and WalSndCtl in shared memory (set up at startup).
-    // The LSNs there only increase and are 8-byte aligned: a read without SyncRepLock sees an
-    // old or a new value, and an old one can only make us report "not reached" after a wait
-    // that ended early anyway.
-    unsafe {
-        let names = pg_sys::SyncRepStandbyNames;
-        if pg_sys::max_wal_senders == 0
-            || pg_sys::synchronous_commit
-                <= pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_LOCAL_FLUSH as std::ffi::c_int
-            || names.is_null()
-            || *names == 0
-        {
-            return true;
-        }
-        let ctl = pg_sys::WalSndCtl;
-        // syncrep.c's SyncRepWaitMode (static there) capped at flush, as for commit = false:
-        // write for synchronous_commit = remote_write, else flush (on, remote_apply)
-        let mode = if pg_sys::synchronous_commit
-            == pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_REMOTE_WRITE as std::ffi::c_int
-        {
-            pg_sys::SYNC_REP_WAIT_WRITE
-        } else {
-            pg_sys::SYNC_REP_WAIT_FLUSH
-        } as usize;
-        std::ptr::read_volatile(&raw const (*ctl).lsn[mode]) >= upto
-    }
+    crate::syncrep::wait(upto, what, "The values reserved are skipped (a gap); they were not handed out.");
 }
 
 /// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with

@@ -10,7 +10,7 @@ use crate::clock::ms_to_timestamptz;
 use crate::tables;
 
 /// Shared-memory state of this database's tags (used by the segment_status view).
-#[pg_extern(volatile, parallel_safe)]
+#[pg_extern(volatile, parallel_restricted)]
 #[allow(clippy::type_complexity)]
 pub(super) fn segment_status_shmem() -> TableIterator<
     'static,
@@ -67,7 +67,7 @@ pub(super) fn segment_status_shmem() -> TableIterator<
 /// The persisted high-water mark of every tag of this database: the largest value that may
 /// have been handed out (NULL before the first reservation). Readable by every role (through the
 /// segment_status view): the table and the sequences are read by OID, without SQL (`tables`).
-#[pg_extern(volatile, parallel_safe)]
+#[pg_extern(volatile, parallel_restricted)]
 pub(super) fn segment_persisted(
 ) -> TableIterator<'static, (name!(tag, String), name!(persisted_hwm, Option<i64>))> {
     let rows: Vec<_> = read_all()

@@ -31,7 +31,7 @@ max1=$(q "$P" "SELECT max(v) FROM (SELECT segment_next('t') v FROM generate_seri
 
 "$CLUSTER" stop "$S" fast 2>/dev/null
 # WAL past what the standby confirmed (no xid: this commit does not wait itself)
-q "$P" "SELECT count(*) FROM (SELECT snowflake_next() FROM generate_series(1, 10)) s" >/dev/null
+q "$P" "SELECT pg_logical_emit_message(false, 'pg_idgen', 'x')" >/dev/null
 t0=$(date +%s.%N)
 expect_sql_error "$P" 57014 "synchronous standbys to confirm a segment reservation was cancelled" \
     "SET statement_timeout = '1s'" "SELECT count(*) FROM (SELECT segment_next('t') v FROM generate_series(1, 1000)) s"

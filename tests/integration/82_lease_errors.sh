@@ -68,6 +68,25 @@ wait_for "2: a malformed pg_idgen.registry: the detail has the parse error" \
     detail_matches "$A" '^pg_idgen.registry is not a valid connection string: .*port'
 check "2: a malformed pg_idgen.registry: 'misconfigured'" "$(lease "$A" state)" == misconfigured
 expect_sql_error "$A" 55000 'pg_idgen cannot generate: pg_idgen.registry is not a valid connection string' "SELECT snowflake_next()"
+# An unquoted password with a space: the error names the problem (and the option it follows),
+# never a character, a position or a value of the string — every role sees snowflake_lease().
+reload_with "$A" pg_idgen.registry "host=127.0.0.1 port=$PA user=postgres password=Secret Bpart dbname=reg"
+wait_for "2: an unquoted password with a space: the detail says what is wrong" \
+    detail_matches "$A" "^pg_idgen.registry is not a valid connection string: .*after the value of \"password\""
+D=$(lease "$A" detail)
+check "2: the detail has no part of the password, no byte offset: $D" \
+    "$([[ $D =~ Secret|Bpart|\'B\'|\ B\ |byte|[0-9] ]] && echo echoes || echo clean)" == clean
+E=$(q "$A" "SELECT snowflake_next()" 2>&1 || true)
+check "2: the 55000 has no part of the password, no byte offset: $E" \
+    "$([[ $E =~ Secret|Bpart|\'B\'|byte ]] && echo echoes || echo clean)" == clean
+reload_with "$A" pg_idgen.registry "host=127.0.0.1 port=$PA user=postgres password=''Secret dbname=reg"  # '' : one quote in the SQL literal
+wait_for "2: an unterminated quote: the detail says so" \
+    detail_matches "$A" "^pg_idgen.registry is not a valid connection string: .*unterminated"
+check "2: ... without echoing the value" "$([[ $(lease "$A" detail) =~ Secret|dbname ]] && echo echoes || echo clean)" == clean
+reload_with "$A" pg_idgen.registry "postgresql://postgres:Sec%ZZret@127.0.0.1:$PA/reg"
+wait_for "2: a URI with a bad percent-escape in the password: the detail says so" \
+    detail_matches "$A" "^pg_idgen.registry is not a valid connection string: .*percent"
+check "2: ... without echoing it" "$([[ $(lease "$A" detail) =~ Sec|ZZ|ret ]] && echo echoes || echo clean)" == clean
 
 # ---- 3. a registry database without the extension ----
 reload_with "$A" pg_idgen.registry "host=127.0.0.1 port=$PA user=postgres dbname=noext"

@@ -5,7 +5,15 @@
 #   With TEST names, runs exactly those (sql/TEST.sql vs expected/TEST.out).
 #   Otherwise runs tests/regress/schedule if present, else every sql/*.sql.
 #   Env: PG=NN (15 default, 16, 17, 18) or PG_CONFIG, REGRESS_PORT (default 28820),
-#   KEEP_CLUSTER=1 leaves the cluster running.
+#   KEEP_CLUSTER=1 leaves the cluster running; REGRESS_PARALLEL=0 skips the second pass.
+#
+# The suite runs twice against the same expected files: once as is, then with
+# debug_parallel_query = regress (force_parallel_mode on 15) for every session (PGOPTIONS through
+# the launcher): each query that can run in a parallel worker runs there, and every function's
+# PARALLEL label must hold (a PARALLEL SAFE function that cannot run in a worker fails the pass).
+# In regress mode the Gather is hidden from EXPLAIN and the "parallel worker" CONTEXT line is not
+# shown, so the output is the same as the first pass's. Results: regress-out/ and
+# regress-out/parallel/.
 #
 # Expected output: expected/TEST.out; where a message truly differs on one major, pg_regress's
 # own alternative-file mechanism is used (expected/TEST_1.out, ... : the run passes if the
@@ -51,7 +59,6 @@ trap cleanup EXIT
 "$CL" destroy "$CLUSTER" >/dev/null 2>&1 || true
 "$CL" start "$CLUSTER" "$PORT"
 SOCK=$("$CL" sockdir "$CLUSTER")
-"$CL" psql "$CLUSTER" -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'"
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -69,24 +76,39 @@ else
 fi
 [ ${#tests[@]} -gt 0 ] || { echo "no tests found under $INPUT/sql" >&2; exit 1; }
 
-rc=0
-"$PG_REGRESS" \
-    --use-existing \
-    --launcher="env PGTZ=UTC PGDATESTYLE=ISO,YMD PGAPPNAME=pg_regress" \
-    --bindir="$PG_CLIENT_BIN" \
-    --host="$SOCK" --port="$PORT" --user=postgres \
-    --inputdir="$INPUT" --outputdir="$OUT" \
-    --dbname="$DB" \
-    "${tests[@]}" || rc=$?
-
-if [ $rc -ne 0 ]; then
-    if [ -s "$OUT/regression.diffs" ]; then
-        echo "================ $OUT/regression.diffs ================"
-        cat "$OUT/regression.diffs"
+# run_pass OUTDIR [PGOPTIONS]: one pass of the suite in a fresh database
+run_pass() {
+    local out=$1 opts=${2:-} rc=0
+    "$CL" psql "$CLUSTER" -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'" >/dev/null
+    mkdir -p "$out"
+    "$PG_REGRESS" \
+        --use-existing \
+        --launcher="env PGTZ=UTC PGDATESTYLE=ISO,YMD PGAPPNAME=pg_regress PGOPTIONS=$opts" \
+        --bindir="$PG_CLIENT_BIN" \
+        --host="$SOCK" --port="$PORT" --user=postgres \
+        --inputdir="$INPUT" --outputdir="$out" \
+        --dbname="$DB" \
+        "${tests[@]}" || rc=$?
+    if [ $rc -ne 0 ]; then
+        if [ -s "$out/regression.diffs" ]; then
+            echo "================ $out/regression.diffs ================"
+            cat "$out/regression.diffs"
+        fi
+        echo "---------------- server log (tail) ----------------"
+        "$CL" log "$CLUSTER" 30 || true
+        echo "regress: FAILED${opts:+ with $opts} (results in $out)" >&2
+        exit $rc
     fi
-    echo "---------------- server log (tail) ----------------"
-    "$CL" log "$CLUSTER" 30 || true
-    echo "regress: FAILED (results in $OUT)" >&2
-    exit $rc
-fi
+}
+
+run_pass "$OUT"
 echo "regress: all tests passed"
+if [ "${REGRESS_PARALLEL:-1}" != 0 ]; then
+    if [ "$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')" -ge 16 ]; then
+        parallel_setting=debug_parallel_query
+    else
+        parallel_setting=force_parallel_mode
+    fi
+    run_pass "$OUT/parallel" "-c$parallel_setting=regress"
+    echo "regress: all tests passed with $parallel_setting = regress"
+fi

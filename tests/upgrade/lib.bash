@@ -103,6 +103,10 @@ build_tagged() {
     log "building $tag (${got:0:10}) for PostgreSQL $major into $dir"
     rm -rf "$dir" && mkdir -p "$dir/src"
     git -C "$ROOT" archive "$got" | tar -x -C "$dir/src"
+    # tar gives the files the commit's time: in the shared target dir cargo could then take the
+    # crate for fresh and package whatever libpg_idgen.so another version's build left in
+    # target/debug (seen: a "0.3.0" package holding the 0.2.0 library). Newer sources rebuild it.
+    find "$dir/src" -type f -exec touch {} +
     local t=$SECONDS
     if ! (cd "$dir/src" && CARGO_TARGET_DIR=$cache/target cargo pgrx package --debug \
             --pg-config "$cfg" --out-dir "$dir/pkg") >"$dir/build.log" 2>&1; then
@@ -179,4 +183,23 @@ check_app_state_kept() {
     check "the stride kept: every strided value in node 1's chunks of 50" \
         "$(qdb "$c" app "SELECT count(*) FROM strided WHERE ((no - 1) / 50) % 2 <> 1")" -eq 0
     check "no value twice" "$(qdb "$c" app "SELECT (SELECT count(DISTINCT no) FROM invoices) + (SELECT count(DISTINCT no) FROM strided) + (SELECT count(DISTINCT id) FROM orders)")" -eq 10000
+}
+
+# released_for TAG VERSION COMMIT MAJOR: the update tests' set-up for one released version on
+# PostgreSQL MAJOR: builds it (build_tagged), sets OLD_VERSION and NEW_VERSION, defines
+# install_old (the released library and scripts over the test build) and restore_new (the test
+# build back, the released install script removed), and runs restore_new at exit.
+released_for() {
+    OLD_VERSION=$2 RELEASED_MAJOR=$4
+    NEW_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
+    RELEASED_EXTDIR=$("$(pg_config_for "$4")" --sharedir)/extension
+    trap 'rc=$?; restore_new; (exit $rc); cleanup' EXIT
+    build_tagged "$1" "$3" "$4"
+    ok "$2 built from $1 for PostgreSQL $4"
+}
+install_old() { cp -r --remove-destination "$RELEASED_TREE/." /; }
+restore_new() {
+    rm -f "$RELEASED_EXTDIR/pg_idgen--$OLD_VERSION.sql"
+    make -C "$ROOT" --no-print-directory install-test PG="$RELEASED_MAJOR" >/dev/null 2>&1 \
+        || echo "[$TEST_NAME] could not reinstall the test build into PostgreSQL $RELEASED_MAJOR" >&2
 }

@@ -138,3 +138,39 @@ SELECT count(*) AS stats_rows FROM pg_stats WHERE tablename = 'pg_idgen_mask_key
 SELECT name, version, fingerprint FROM uid_mask_keys WHERE name = 'regress';
 RESET ROLE;
 DROP ROLE regress_mask_user;
+
+-- text symbols are never reused while a row of their version exists: a key's text code carries
+-- its version modulo 32, and after version 1 is dropped, version 33 would take its symbol and
+-- decode version-1 codes silently to a wrong id
+CREATE FUNCTION pg_temp.sym_unmask(c text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN RETURN CASE uid_unmask_text(c, 'sym') WHEN 424242 THEN '424242, the id' ELSE 'another id' END;
+EXCEPTION WHEN others THEN RETURN SQLSTATE; END $$;
+SELECT uid_mask_key_create('sym') AS v1;
+CREATE TEMP TABLE sym_codes AS SELECT uid_mask_text(424242, 'sym') AS c1;
+SELECT max(uid_mask_key_rotate('sym')) AS last FROM generate_series(2, 32);
+SELECT pg_temp.sym_unmask(c1) AS v1_code_while_kept FROM sym_codes;
+SELECT regress_sqlstate_of($$SELECT uid_mask_key_rotate('sym')$$) AS rotate_33_while_1_kept;
+SELECT uid_mask_key_set_in_use('sym', 1, false);
+SELECT uid_mask_key_drop('sym', 1);
+-- version 1 dropped: version 33 would reuse its symbol while version-1 codes may exist
+SELECT regress_sqlstate_of($$SELECT uid_mask_key_rotate('sym')$$) AS rotate_33_after_1_dropped;
+SELECT max(version) AS still_32 FROM pg_idgen_mask_keys WHERE name = 'sym';
+SELECT pg_temp.sym_unmask(c1) AS v1_code_after_drop FROM sym_codes;
+-- every version dropped: creating the key again must not take a used symbol either
+SELECT count(uid_mask_key_set_in_use('sym', v, false)) AS not_in_use FROM generate_series(2, 32) v;
+SELECT count(uid_mask_key_drop('sym', v)) AS dropped FROM generate_series(2, 32) v;
+SELECT regress_sqlstate_of($$SELECT uid_mask_key_create('sym')$$) AS create_again;
+SELECT pg_temp.sym_unmask(c1) AS v1_code_still_42704 FROM sym_codes;
+-- the rows of dropped versions hold their symbols: deleting version 1's by hand (only when no
+-- text code of it can come back) frees its symbol
+DELETE FROM pg_idgen_mask_keys WHERE name = 'sym' AND version = 1;
+SELECT uid_mask_key_create('sym') AS v33;
+SELECT uid_mask_key_set_in_use('sym', 33, false);
+DELETE FROM pg_idgen_mask_keys WHERE name = 'sym';
+
+-- a text code longer than 256 bytes is refused before it is read or echoed (22P02): a caller's
+-- string of up to 1 GB must not cost its length in time and memory
+SELECT uid_from_text(repeat('-', 255) || '1') AS longest_accepted;
+SELECT regress_sqlstate_of($$SELECT uid_from_text(repeat('-', 256) || '1')$$) AS too_long;
+SELECT regress_sqlstate_of($$SELECT uid_unmask_text(repeat('1', 300), 'regress')$$) AS too_long_unmask;
+SELECT regress_sqlstate_of($$SELECT uid_from_text(repeat('-', 100000000), 'crockford')$$) AS hundred_mb;

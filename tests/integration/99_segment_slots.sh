@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 91_segment_slots: stride slots moved between nodes by explicit hand-over (no registry), while
+# 99_segment_slots: stride slots moved between nodes by explicit hand-over (no registry), while
 # load runs, on a fleet of four nodes (scripts/fleet.sh). Tag 'o' with slots => 12 (unit 10):
 # N1, N2, N3 own {0,3,6,9}, {1,4,7,10}, {2,5,8,11}, N4 none; one load client per node (many
 # short transactions, each statement's values in order).
@@ -21,7 +21,7 @@ set -euo pipefail
 
 FLEET=$ROOT/scripts/fleet.sh
 F=it_sl
-BASE=$(itport 28990)
+BASE=$(itport 29050)   # the fleet: 29050 (agg), 29051-29054
 RUN_DIR=$("$CLUSTER" rundir)
 for c in ${F}agg ${F}1 ${F}2 ${F}3 ${F}4; do register_cluster "$c"; done
 trap 'rc=$?; set +e; rm -f "$RUN_DIR/$F.fleet"; (exit $rc); cleanup' EXIT

@@ -1,0 +1,270 @@
+//! Keyed sequences (seqsvr style): one increasing counter per (space, key), served from memory,
+//! with a durable upper bound that is raised a step at a time before any value above it is
+//! handed out. This module is the arithmetic: sections, the floor a key continues from, the bound
+//! rule, the choice of the entry to evict and the hashing that places entries in the cache.
+//!
+//! The model. Every value handed out for any key of a space is at most the space's durable
+//! bound `G` (persisted before the value is handed out). A key whose current value is not in
+//! memory continues from a *floor* that is at least every value it handed out before: the floor
+//! of its section (consecutive keys, `section_size` of them) while that section is in memory,
+//! otherwise the space's floor. Floors only go up: evicting a key raises its section's floor to
+//! the key's value, evicting a section raises the space's floor to the section's; after a
+//! restart the space's floor is the persisted bound. So a key never goes back, whatever was
+//! evicted, and correctness never depends on the cache's size.
+
+/// Largest step (values per bound raise).
+pub const MAX_STEP: i64 = 1_000_000_000;
+/// Largest section (consecutive keys sharing a floor).
+pub const MAX_SECTION_SIZE: i64 = 1_000_000_000;
+
+/// The section of `key`: `key` divided by `section_size`, rounded towards minus infinity, so
+/// that negative keys form sections of the same size.
+pub fn section_of(key: i64, section_size: i64) -> i64 {
+    key.div_euclid(section_size.max(1))
+}
+
+/// Checks a space's configuration; the error says what is wrong.
+pub fn validate_config(step: i64, section_size: i64) -> Result<(), String> {
+    if !(1..=MAX_STEP).contains(&step) {
+        return Err(format!("step must be between 1 and {MAX_STEP}, got {step}"));
+    }
+    if !(1..=MAX_SECTION_SIZE).contains(&section_size) {
+        return Err(format!("section_size must be between 1 and {MAX_SECTION_SIZE}, got {section_size}"));
+    }
+    Ok(())
+}
+
+/// Checks how many values one call may reserve: 1 ..= step (a reservation needs at most one
+/// raise of the bound beyond the one in flight).
+pub fn validate_count(n: i64, step: i64) -> Result<(), String> {
+    if n < 1 {
+        return Err(format!("the number of values to reserve must be positive, got {n}"));
+    }
+    if n > step {
+        return Err(format!("at most step ({step}) values can be reserved at once, got {n}"));
+    }
+    Ok(())
+}
+
+/// What taking `n` values after `cur` under the durable bound `bound` gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    /// Values `cur + 1 ..= last` are handed out; the key's current value becomes `last`.
+    Issue { last: i64 },
+    /// `need` is above the durable bound: raise the bound to at least `need` first.
+    Raise { need: i64 },
+    /// `cur + n` does not fit in a bigint: the key is exhausted.
+    Exhausted,
+}
+
+/// The bound rule: a value is handed out only if it is at most the durable bound.
+pub fn take(cur: i64, n: i64, bound: i64) -> Take {
+    match cur.checked_add(n) {
+        None => Take::Exhausted,
+        Some(last) if last <= bound => Take::Issue { last },
+        Some(need) => Take::Raise { need },
+    }
+}
+
+/// The floor a space starts from, given its backing sequence's state: every value ever handed
+/// out is at most the last bound the sequence returned (`last_value` when `is_called`); a
+/// sequence never called (START WITH step) has handed out nothing: floor `last_value - step`.
+pub fn floor_from_sequence(last_value: i64, is_called: bool, step: i64) -> i64 {
+    if is_called {
+        last_value
+    } else {
+        last_value.saturating_sub(step)
+    }
+}
+
+/// The state of one way of a cache set, as the eviction choice sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// Free, or holding an entry of a space that no longer exists (reusable as is).
+    Free,
+    /// In use, last touched at `tick`.
+    Used { tick: u64 },
+}
+
+/// The way to (re)use for a new entry: the first free one, else the least recently used (the
+/// smallest tick; the first of equals). None only for an empty set.
+pub fn choose_victim(ways: &[Way]) -> Option<usize> {
+    if let Some(i) = ways.iter().position(|w| *w == Way::Free) {
+        return Some(i);
+    }
+    ways.iter()
+        .enumerate()
+        .min_by_key(|(_, w)| match w {
+            Way::Used { tick } => *tick,
+            Way::Free => 0,
+        })
+        .map(|(i, _)| i)
+}
+
+/// SplitMix64's finaliser: a cheap, well-mixed 64-bit hash.
+pub fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Where a space's section lives: its lock partition. Keys are placed in their section's
+/// partition, so that one lock covers a key and its section's floor.
+pub fn partition_of(space_gen: u64, section: i64, partitions: usize) -> usize {
+    (mix(space_gen ^ mix(section as u64)) % partitions.max(1) as u64) as usize
+}
+
+/// The set (within a partition) of a key (`is_section` false) or of a section's floor.
+pub fn set_of(space_gen: u64, id: i64, is_section: bool, sets: usize) -> usize {
+    let salt = if is_section { 0x5EC7_1011 } else { 0x0 };
+    (mix(mix(id as u64 ^ salt) ^ space_gen.rotate_left(17)) % sets.max(1) as u64) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_are_consecutive_keys_including_negative_ones() {
+        assert_eq!(section_of(0, 1000), 0);
+        assert_eq!(section_of(999, 1000), 0);
+        assert_eq!(section_of(1000, 1000), 1);
+        assert_eq!(section_of(-1, 1000), -1);
+        assert_eq!(section_of(-1000, 1000), -1);
+        assert_eq!(section_of(-1001, 1000), -2);
+        assert_eq!(section_of(i64::MAX, 1000), i64::MAX / 1000);
+        assert_eq!(section_of(i64::MIN, 1000), -9_223_372_036_854_776);
+        assert_eq!(section_of(i64::MIN, 1), i64::MIN);
+        assert_eq!(section_of(5, 1), 5);
+    }
+
+    #[test]
+    fn configuration_limits() {
+        assert!(validate_config(1, 1).is_ok());
+        assert!(validate_config(MAX_STEP, MAX_SECTION_SIZE).is_ok());
+        assert!(validate_config(0, 1).unwrap_err().contains("step must be"));
+        assert!(validate_config(-5, 1).is_err());
+        assert!(validate_config(MAX_STEP + 1, 1).is_err());
+        assert!(validate_config(1, 0).unwrap_err().contains("section_size"));
+        assert!(validate_config(1, MAX_SECTION_SIZE + 1).is_err());
+    }
+
+    #[test]
+    fn count_limits() {
+        assert!(validate_count(1, 10).is_ok());
+        assert!(validate_count(10, 10).is_ok());
+        assert!(validate_count(0, 10).unwrap_err().contains("positive"));
+        assert!(validate_count(-1, 10).is_err());
+        assert!(validate_count(i64::MIN, 10).is_err());
+        assert!(validate_count(11, 10).unwrap_err().contains("at most step"));
+    }
+
+    #[test]
+    fn values_at_or_below_the_bound_are_issued_above_it_raise() {
+        assert_eq!(take(0, 1, 1000), Take::Issue { last: 1 });
+        assert_eq!(take(999, 1, 1000), Take::Issue { last: 1000 });
+        assert_eq!(take(1000, 1, 1000), Take::Raise { need: 1001 });
+        assert_eq!(take(995, 10, 1000), Take::Raise { need: 1005 });
+        assert_eq!(take(990, 10, 1000), Take::Issue { last: 1000 });
+        // a floor above the bound (never: floors are bounded by it) still only raises
+        assert_eq!(take(2000, 1, 1000), Take::Raise { need: 2001 });
+    }
+
+    #[test]
+    fn the_largest_bigint_is_the_last_value() {
+        assert_eq!(take(i64::MAX - 1, 1, i64::MAX), Take::Issue { last: i64::MAX });
+        assert_eq!(take(i64::MAX, 1, i64::MAX), Take::Exhausted);
+        assert_eq!(take(i64::MAX - 5, 10, i64::MAX), Take::Exhausted);
+        assert_eq!(take(i64::MIN, 1, 0), Take::Issue { last: i64::MIN + 1 });
+    }
+
+    #[test]
+    fn floor_of_a_sequence() {
+        assert_eq!(floor_from_sequence(1000, false, 1000), 0);
+        assert_eq!(floor_from_sequence(1000, true, 1000), 1000);
+        assert_eq!(floor_from_sequence(5000, true, 1000), 5000);
+        assert_eq!(floor_from_sequence(i64::MIN + 1, false, 1000), i64::MIN);
+    }
+
+    #[test]
+    fn eviction_prefers_free_ways_then_the_least_recently_used() {
+        assert_eq!(choose_victim(&[]), None);
+        assert_eq!(choose_victim(&[Way::Used { tick: 5 }, Way::Free, Way::Free]), Some(1));
+        assert_eq!(
+            choose_victim(&[Way::Used { tick: 5 }, Way::Used { tick: 3 }, Way::Used { tick: 9 }]),
+            Some(1)
+        );
+        assert_eq!(choose_victim(&[Way::Used { tick: 3 }, Way::Used { tick: 3 }]), Some(0));
+        assert_eq!(choose_victim(&[Way::Used { tick: u64::MAX }, Way::Used { tick: 0 }]), Some(1));
+    }
+
+    /// The floor rule, simulated: a key that is evicted and loaded again (through its section's
+    /// floor, or through the space's floor when the section was evicted too) never goes back.
+    #[test]
+    fn evicted_keys_continue_above_every_value_they_had() {
+        use std::collections::HashMap;
+        let (step, size) = (100i64, 10i64);
+        let mut bound = 0i64;
+        let mut space_floor = 0i64;
+        let mut sections: HashMap<i64, i64> = HashMap::new();
+        let mut keys: HashMap<i64, i64> = HashMap::new();
+        let mut last_seen: HashMap<i64, i64> = HashMap::new();
+        let mut rng = 0x1234_5678u64;
+        for i in 0..200_000u64 {
+            rng = mix(rng ^ i);
+            let key = (rng % 300) as i64;
+            let sec = section_of(key, size);
+            let cur = match keys.get(&key) {
+                Some(c) => *c,
+                None => *sections.entry(sec).or_insert(space_floor),
+            };
+            let last = loop {
+                match take(cur, 1, bound) {
+                    Take::Issue { last } => break last,
+                    Take::Raise { need } => {
+                        while bound < need {
+                            bound += step;
+                        }
+                    }
+                    Take::Exhausted => unreachable!(),
+                }
+            };
+            keys.insert(key, last);
+            if let Some(prev) = last_seen.insert(key, last) {
+                assert!(last > prev, "key {key} went from {prev} to {last}");
+            }
+            // evict at random: a key into its section's floor, or a section into the space's
+            if rng % 7 == 0 {
+                let victim = ((rng >> 8) % 300) as i64;
+                if let Some(c) = keys.remove(&victim) {
+                    let s = section_of(victim, size);
+                    match sections.get_mut(&s) {
+                        Some(f) => *f = (*f).max(c),
+                        None => space_floor = space_floor.max(c),
+                    }
+                }
+            }
+            if rng % 13 == 0 {
+                let s = ((rng >> 16) % 30) as i64;
+                if let Some(f) = sections.remove(&s) {
+                    space_floor = space_floor.max(f);
+                }
+            }
+            assert!(space_floor <= bound);
+        }
+    }
+
+    #[test]
+    fn placement_is_within_range_and_spreads() {
+        let mut counts = [0usize; 16];
+        for s in 0..16_000i64 {
+            let p = partition_of(7, s, 16);
+            counts[p] += 1;
+            assert!(set_of(7, s * 1000 + 3, false, 100) < 100);
+        }
+        assert!(counts.iter().all(|&c| c > 700), "{counts:?}");
+        assert_eq!(partition_of(1, 5, 0), 0);
+        assert_eq!(set_of(1, 5, true, 1), 0);
+    }
+}

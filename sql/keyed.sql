@@ -1,0 +1,43 @@
+-- pg_idgen: keyed sequences, an increasing counter per (space, bigint key). keyed_next and
+-- keyed_last are plain C functions (the hot path; a NULL argument is an error, 22004); the spaces are dumped with the database, and
+-- each space's backing sequence (pg_idgen_keyed_<n>, created by keyed_create) holds its durable
+-- bound: not an extension member, so pg_dump dumps it with its value; OWNED BY
+-- pg_idgen_keyed_spaces.seq, so DROP EXTENSION drops it (src/keyed/admin.rs).
+CREATE FUNCTION keyed_next(space text, key bigint) RETURNS bigint
+    CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_keyed_next';
+CREATE FUNCTION keyed_next(space text, key bigint, n int) RETURNS bigint
+    CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_keyed_next_n';
+CREATE FUNCTION keyed_last(space text, key bigint) RETURNS bigint
+    CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_keyed_last';
+
+CREATE TABLE pg_idgen_keyed_spaces (
+    space        text PRIMARY KEY CHECK (octet_length(space) BETWEEN 1 AND 63),
+    seq          regclass NOT NULL,
+    step         int NOT NULL CHECK (step BETWEEN 1 AND 1000000000),
+    section_size int NOT NULL CHECK (section_size BETWEEN 1 AND 1000000000),
+    created      timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE pg_idgen_keyed_spaces IS 'pg_idgen keyed sequence spaces: one row per space, its durable bound in its own sequence (seq)';
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_keyed_spaces', '');
+REVOKE ALL ON pg_idgen_keyed_spaces FROM PUBLIC;
+-- pg_dump writes no OWNED BY for a sequence of an extension member table: the link is made
+-- again when the rows are restored (and by keyed_create's insert).
+CREATE FUNCTION pg_idgen_keyed_link() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_keyed_link';
+REVOKE ALL ON FUNCTION pg_idgen_keyed_link() FROM PUBLIC;
+CREATE TRIGGER pg_idgen_keyed_spaces_link
+    AFTER INSERT OR UPDATE OF seq ON pg_idgen_keyed_spaces
+    FOR EACH ROW EXECUTE FUNCTION pg_idgen_keyed_link();
+
+CREATE VIEW keyed_status AS
+SELECT s.space, s.step, s.section_size, m.bound, m.floor, coalesce(m.raises, 0) AS raises
+FROM pg_idgen_keyed_spaces s
+LEFT JOIN keyed_status_shmem() m USING (space);
+COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, durable bound and floor in memory, bound raises since server start';
+GRANT SELECT ON keyed_status TO PUBLIC;
+
+REVOKE ALL ON FUNCTION keyed_create(text, int, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION keyed_drop(text) FROM PUBLIC;
+COMMENT ON FUNCTION keyed_next(text, bigint) IS 'next value of a key in a keyed space: increasing per key instance-wide, never reissued';
+COMMENT ON FUNCTION keyed_next(text, bigint, int) IS 'reserves the next n values of a key (n <= step) and returns the last; the caller owns result-n+1 .. result';
+COMMENT ON FUNCTION keyed_last(text, bigint) IS 'a key''s current value without consuming one: no value handed out for it is above it, its next is';

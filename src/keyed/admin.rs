@@ -1,0 +1,217 @@
+//! Administration: `keyed_create`, `keyed_drop` (superuser only), and the row trigger that links
+//! a space's backing sequence to `pg_idgen_keyed_spaces` (as `segment::backing` does for tags:
+//! owned by the table, so pg_dump dumps it with its value and DROP EXTENSION drops it).
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::space::{release, unknown_space, validate_name};
+use super::table::my_db;
+use crate::catalog::{extension_schema, qualified_relation_name, RunAs};
+use crate::errors::{raise, required, Code};
+use crate::segment::backing::{link_backing, Backed};
+use crate::tables;
+
+const KEYED: Backed = Backed {
+    what: "keyed space",
+    name_column: "space",
+    prefix: "pg_idgen_keyed_",
+    create: "keyed_create",
+    drop: "keyed_drop",
+    hint: "The backing sequence of a keyed space is created by keyed_create: pg_idgen_keyed_<n> in the extension's schema, one per space.",
+    taken: "another keyed space uses it",
+    the: "the space",
+};
+
+fn require_superuser(what: &str) {
+    // SAFETY: reads the current role.
+    if !unsafe { pg_sys::superuser() } {
+        raise(
+            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied to {what}"),
+            Some("Keyed spaces are configured by superusers (EXECUTE on keyed_create and keyed_drop is revoked from PUBLIC)."),
+        );
+    }
+    // SAFETY: a flag of this backend.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            format!("cannot {what} on a standby server"),
+            Some("Run it on the primary."),
+        );
+    }
+}
+
+fn spi_failed(what: &str, e: pgrx::spi::Error) -> ! {
+    raise(Code::ERRCODE_INTERNAL_ERROR, format!("pg_idgen could not {what}: {e}"), None)
+}
+
+/// Creates a keyed space: counters per bigint key, their bound raised `step` values at a time,
+/// keys grouped `section_size` consecutive keys to a section (superuser only).
+#[pg_extern(volatile, parallel_unsafe)]
+fn keyed_create(
+    space: Option<&str>,
+    step: default!(Option<i32>, 1000),
+    section_size: default!(Option<i32>, 1000),
+) {
+    let space = required(space, "space");
+    let step = required(step, "step") as i64;
+    let section_size = required(section_size, "section_size") as i64;
+    require_superuser("create a keyed space");
+    validate_name(space.as_bytes());
+    if let Err(msg) = pg_idgen_core::keyed::validate_config(step, section_size) {
+        raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, None);
+    }
+    let schema = extension_schema();
+    let _su = RunAs::superuser();
+    let table = tables::extension_table(c"pg_idgen_keyed_spaces");
+    // One keyed_create at a time per database (until commit): the backing sequence's name is
+    // chosen from what is visible.
+    // SAFETY: locks a relation by OID; released at transaction end.
+    unsafe { pg_sys::LockRelationOid(table, pg_sys::ShareRowExclusiveLock as i32) };
+    let mut exists = false;
+    let mut count = 0i64;
+    tables::scan_extension_table(c"pg_idgen_keyed_spaces", |row| {
+        count += 1;
+        exists |= row.text("space").as_deref() == Some(space);
+    });
+    if exists {
+        raise(
+            Code::ERRCODE_DUPLICATE_OBJECT,
+            format!("keyed space \"{space}\" already exists"),
+            Some("Use another name, or keyed_drop() it first (its values may then be handed out again)."),
+        );
+    }
+    let mut seqname = None;
+    for n in count + 1..=count + 1000 {
+        let name = format!("{schema}.pg_idgen_keyed_{n}");
+        let taken: Option<bool> =
+            Spi::get_one_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[name.as_str().into()])
+                .unwrap_or_else(|e| spi_failed("name the backing sequence", e));
+        if taken == Some(false) {
+            seqname = Some(name);
+            break;
+        }
+    }
+    let Some(seqname) = seqname else {
+        raise(
+            Code::ERRCODE_DUPLICATE_OBJECT,
+            "no free name for the backing sequence of a keyed space",
+            Some("Relations named pg_idgen_keyed_<n> in the extension's schema that back no space should be renamed."),
+        )
+    };
+    // nextval returns the next bound: step, 2 * step, ...; values are 1 .. bound.
+    Spi::run(&format!(
+        "CREATE SEQUENCE {seqname} AS bigint INCREMENT BY {step} MINVALUE {step} START WITH {step} CACHE 1 NO CYCLE"
+    ))
+    .unwrap_or_else(|e| spi_failed("create the backing sequence", e));
+    Spi::run_with_args(
+        &format!(
+            "INSERT INTO {schema}.pg_idgen_keyed_spaces (space, seq, step, section_size) \
+             VALUES ($1, $2::pg_catalog.regclass, $3, $4)"
+        ),
+        &[space.into(), seqname.as_str().into(), (step as i32).into(), (section_size as i32).into()],
+    )
+    .unwrap_or_else(|e| spi_failed("record the keyed space", e));
+    let db = my_db();
+    release(db, space);
+    let s = space.to_string();
+    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, move || release(db, &s));
+}
+
+/// Drops a keyed space and its backing sequence (superuser only).
+#[pg_extern(volatile, parallel_unsafe)]
+fn keyed_drop(space: Option<&str>) {
+    let space = required(space, "space");
+    require_superuser("drop a keyed space");
+    let schema = extension_schema();
+    let _su = RunAs::superuser();
+    let seq: Option<pg_sys::Oid> = Spi::connect_mut(|c| {
+        let t = c.update(
+            &format!(
+                "DELETE FROM {schema}.pg_idgen_keyed_spaces WHERE space OPERATOR(pg_catalog.=) $1 RETURNING seq::pg_catalog.oid"
+            ),
+            None,
+            &[space.into()],
+        )?;
+        if t.is_empty() {
+            return Ok(None);
+        }
+        t.first().get::<pg_sys::Oid>(1)
+    })
+    .unwrap_or_else(|e| spi_failed("delete the keyed space", e));
+    let Some(seq) = seq else { unknown_space(space) };
+    if let Some(name) = qualified_relation_name(seq) {
+        Spi::run(&format!("DROP SEQUENCE {name}"))
+            .unwrap_or_else(|e| spi_failed("drop the backing sequence", e));
+    }
+    let db = my_db();
+    release(db, space);
+    let s = space.to_string();
+    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &s));
+}
+
+crate::pg_function_info_v1!(pg_finfo_pg_idgen_keyed_link);
+
+/// Row trigger (AFTER INSERT OR UPDATE OF seq) on `pg_idgen_keyed_spaces`: the row's sequence
+/// becomes owned by the table's `seq` column (also after a restore, whose dump has no OWNED BY
+/// for a sequence of an extension member table); a shared entry of a space of the same name is
+/// released (now and at commit).
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn pg_idgen_keyed_link(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: `fcinfo` is PostgreSQL's call frame; `context` is a TriggerData node exactly when
+    // the trigger manager calls the function; the row and the relation's descriptor are valid
+    // for the duration of the call.
+    unsafe {
+        let data = crate::catalog::trigger_data(fcinfo, "pg_idgen_keyed_link");
+        let event = (*data).tg_event;
+        let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
+        if event & pg_sys::TRIGGER_EVENT_ROW == 0
+            || !(op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_UPDATE)
+        {
+            raise(
+                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                "pg_idgen_keyed_link() must be a row trigger on INSERT or UPDATE",
+                None,
+            );
+        }
+        let row = if op == pg_sys::TRIGGER_EVENT_UPDATE { (*data).tg_newtuple } else { (*data).tg_trigtuple };
+        let rel = (*data).tg_relation;
+        let table = (*rel).rd_id;
+        let attnum = pg_sys::get_attnum(table, c"seq".as_ptr());
+        let name_attnum = pg_sys::get_attnum(table, c"space".as_ptr());
+        if attnum <= 0 || name_attnum <= 0 {
+            raise(
+                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                "pg_idgen_keyed_link() fires on a table without \"seq\" and \"space\" columns",
+                None,
+            );
+        }
+        let mut isnull = false;
+        let d = pg_sys::heap_getattr(row, attnum as i32, (*rel).rd_att, &mut isnull);
+        let mut name_null = true;
+        let t = pg_sys::heap_getattr(row, name_attnum as i32, (*rel).rd_att, &mut name_null);
+        let name = if name_null {
+            String::new()
+        } else {
+            pgrx::text_to_rust_str(t.cast_mut_ptr()).unwrap_or("?").to_owned()
+        };
+        if !isnull {
+            link_backing(
+                &KEYED,
+                table,
+                (*(*rel).rd_rel).relowner,
+                attnum,
+                pg_sys::Oid::from(d.value() as u32),
+                &name,
+            );
+        }
+        if !name.is_empty() {
+            let db = my_db();
+            release(db, &name);
+            pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &name));
+        }
+        pg_sys::Datum::from(0)
+    }
+}

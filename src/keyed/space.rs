@@ -1,0 +1,298 @@
+//! A keyed space: its stored configuration (a row of `pg_idgen_keyed_spaces`), its shared entry
+//! (found or claimed by name, checked against the catalog), and raising its durable bound.
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+
+use pg_idgen_core::keyed::floor_from_sequence;
+use pgrx::pg_sys;
+
+use super::table::{header, my_db, space, space_mut, Held, MAX_NAME_BYTES, MAX_SPACES};
+use crate::catalog::RunAs;
+use crate::errors::{raise, Code};
+use crate::tables;
+
+/// A space as a backend uses it: its shared entry and a copy of its configuration, valid as
+/// long as the entry's generation is `gen`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Resolved {
+    pub(super) idx: usize,
+    pub(super) gen: u64,
+    pub(super) seqoid: pg_sys::Oid,
+    pub(super) step: i64,
+    pub(super) section_size: i64,
+}
+
+impl Resolved {
+    pub(super) fn still_valid(&self) -> bool {
+        space(self.idx).gen.load(Ordering::Acquire) == self.gen
+    }
+}
+
+/// A space's row of pg_idgen_keyed_spaces.
+pub(super) struct Config {
+    pub(super) seqoid: pg_sys::Oid,
+    pub(super) step: i64,
+    pub(super) section_size: i64,
+}
+
+pub(super) fn validate_name(name: &[u8]) -> &str {
+    if name.is_empty() {
+        raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, "keyed space name must not be empty", None);
+    }
+    if name.len() > MAX_NAME_BYTES {
+        raise(
+            Code::ERRCODE_NAME_TOO_LONG,
+            format!("keyed space name is too long ({} bytes)", name.len()),
+            Some("A space name can have at most 63 bytes."),
+        );
+    }
+    std::str::from_utf8(name).unwrap_or_else(|_| {
+        raise(Code::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE, "keyed space name is not valid UTF-8", None)
+    })
+}
+
+pub(super) fn unknown_space(name: &str) -> ! {
+    raise(
+        Code::ERRCODE_UNDEFINED_OBJECT,
+        format!("keyed space \"{name}\" does not exist"),
+        Some("Create it with keyed_create(space) (as a superuser); SELECT space FROM pg_idgen_keyed_spaces lists the spaces of this database."),
+    )
+}
+
+pub(super) fn missing_sequence(name: &str) -> ! {
+    raise(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("the backing sequence of keyed space \"{name}\" does not exist"),
+        Some("It was dropped by hand. The values handed out before are unknown: drop the space and create it again, then move its keys above every value your tables hold."),
+    )
+}
+
+/// Reads a space's row with a fresh snapshot, by OID, no SQL (see `tables`); a row edited by
+/// hand into something out of range is reported, not used.
+pub(super) fn read_config(name: &str) -> Option<Config> {
+    let mut found = None;
+    tables::scan_extension_table(c"pg_idgen_keyed_spaces", |row| {
+        if found.is_none() && row.text("space").as_deref() == Some(name) {
+            found = Some((row.oid("seq"), row.i64("step"), row.i64("section_size")));
+        }
+    });
+    let (seq, step, size) = found?;
+    match (seq, step, size) {
+        (Some(seqoid), Some(step), Some(section_size))
+            if pg_idgen_core::keyed::validate_config(step, section_size).is_ok() =>
+        {
+            Some(Config { seqoid, step, section_size })
+        }
+        _ => raise(
+            Code::ERRCODE_DATA_CORRUPTED,
+            format!("the configuration of keyed space \"{name}\" in pg_idgen_keyed_spaces is invalid"),
+            Some("pg_idgen_keyed_spaces is written by keyed_create(); drop the space and create it again."),
+        ),
+    }
+}
+
+/// The floor a space continues from after a restart (or a first use): what its backing
+/// sequence has returned. None if the sequence does not exist.
+pub(super) fn persisted_floor(seqoid: pg_sys::Oid, step: i64) -> Option<i64> {
+    tables::sequence_state(seqoid).map(|(last, called)| floor_from_sequence(last, called, step))
+}
+
+thread_local! {
+    /// The spaces this backend used, by name (cleared by every relcache invalidation).
+    static RESOLVED: RefCell<Vec<(Vec<u8>, Resolved)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Forgets the spaces this backend resolved (the catalog callback: a drop, a restore).
+pub fn invalidate() {
+    RESOLVED.with(|r| r.borrow_mut().clear());
+}
+
+pub(super) fn forget(name: &[u8]) {
+    RESOLVED.with(|r| r.borrow_mut().retain(|(n, _)| n != name));
+}
+
+/// The space named `name`: from this backend's cache if its entry is still the same, else
+/// from the catalog, finding or claiming its shared entry.
+pub(super) fn resolve(name: &[u8]) -> Resolved {
+    let cached = RESOLVED.with(|r| r.borrow().iter().find(|(n, _)| n == name).map(|(_, s)| *s));
+    if let Some(s) = cached {
+        if s.still_valid() {
+            return s;
+        }
+    }
+    let res = resolve_slow(validate_name(name));
+    RESOLVED.with(|r| {
+        let mut r = r.borrow_mut();
+        r.retain(|(n, _)| n != name);
+        if r.len() >= 16 {
+            r.remove(0);
+        }
+        r.push((name.to_vec(), res));
+    });
+    res
+}
+
+fn resolve_slow(name: &str) -> Resolved {
+    header(); // not preloaded: 55000
+    let cfg = {
+        let _su = RunAs::superuser();
+        read_config(name)
+    };
+    let Some(cfg) = cfg else { unknown_space(name) };
+    let Some(floor) = persisted_floor(cfg.seqoid, cfg.step) else { missing_sequence(name) };
+    let db = my_db();
+    let claimed = {
+        let _g = Held::spaces();
+        claim(db, name, &cfg, floor)
+    };
+    claimed.unwrap_or_else(|| {
+        raise(
+            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!("too many keyed spaces in use: at most {MAX_SPACES} in the instance"),
+            Some("Drop spaces that are no longer used (keyed_drop), or restart the server to forget spaces of dropped databases."),
+        )
+    })
+}
+
+/// Under the spaces lock: the entry of (db, name) if it is backed by the configured sequence,
+/// else that entry re-initialised, else a free entry claimed. Arithmetic only.
+fn claim(db: pg_sys::Oid, name: &str, cfg: &Config, floor: i64) -> Option<Resolved> {
+    let bytes = name.as_bytes();
+    let mut free = None;
+    let mut mine = None;
+    for i in 0..MAX_SPACES {
+        let s = space(i);
+        if !s.in_use {
+            free = free.or(Some(i));
+        } else if s.dbid == db && &s.name[..s.name_len] == bytes {
+            mine = Some(i);
+            break;
+        }
+    }
+    if let Some(i) = mine {
+        let s = space(i);
+        if s.seqoid == cfg.seqoid && s.step == cfg.step && s.section_size == cfg.section_size {
+            return Some(Resolved {
+                idx: i,
+                gen: s.gen.load(Ordering::Acquire),
+                seqoid: s.seqoid,
+                step: s.step,
+                section_size: s.section_size,
+            });
+        }
+    }
+    let i = mine.or(free)?;
+    // SAFETY: the spaces lock is held exclusively: the identity fields are ours to write.
+    unsafe {
+        let h = header();
+        (*h).next_gen += 1;
+        let gen = (*h).next_gen;
+        let s = space_mut(i);
+        (*s).in_use = true;
+        (*s).dbid = db;
+        (*s).name_len = bytes.len();
+        (&mut (*s).name)[..bytes.len()].copy_from_slice(bytes);
+        (*s).seqoid = cfg.seqoid;
+        (*s).step = cfg.step;
+        (*s).section_size = cfg.section_size;
+        (*s).bound.store(floor, Ordering::Release);
+        (*s).floor.store(floor, Ordering::Release);
+        (*s).raises.store(0, Ordering::Relaxed);
+        (*s).gen.store(gen, Ordering::Release);
+        Some(Resolved { idx: i, gen, seqoid: cfg.seqoid, step: cfg.step, section_size: cfg.section_size })
+    }
+}
+
+/// Releases the entry of (db, name), if any: its cached keys become free slots.
+pub(super) fn release(db: pg_sys::Oid, name: &str) {
+    if crate::keyed::table::header_or_null().is_null() {
+        return;
+    }
+    let bytes = name.as_bytes();
+    let _g = Held::spaces();
+    for i in 0..MAX_SPACES {
+        let s = space(i);
+        if s.in_use && s.dbid == db && &s.name[..s.name_len] == bytes {
+            // SAFETY: the spaces lock is held exclusively.
+            unsafe {
+                let h = header();
+                (*h).next_gen += 1;
+                (*space_mut(i)).gen.store((*h).next_gen, Ordering::Release);
+                (*space_mut(i)).in_use = false;
+            }
+        }
+    }
+}
+
+unsafe extern "C-unwind" {
+    /// The C function itself, only ever called by `DirectFunctionCall1Coll` (which pgrx guards).
+    #[link_name = "nextval_oid"]
+    fn raw_nextval_oid(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum;
+}
+
+pub(super) fn check_writable() {
+    // SAFETY: flags of this backend and its transaction.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot hand out keyed sequence values on a standby server",
+            Some("keyed_next() raises its durable bound when it needs to, which needs a writable primary; call it on the primary, or after promotion."),
+        );
+    }
+    if unsafe { pg_sys::XactReadOnly } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot raise a keyed space's bound in a read-only transaction",
+            Some("keyed_next() persists a new bound when its keys reach the old one, like nextval(); call it in a read-write transaction."),
+        );
+    }
+}
+
+/// Raises the space's durable bound to at least `need`: nextval on its backing sequence (whose
+/// increment is the step) until it returns `need` or more, the WAL flushed and synchronous
+/// standbys waited for, and only then the shared bound raised. Raises of one space are
+/// serialised by a ShareUpdateExclusiveLock on the sequence (which nextval's own lock does not
+/// conflict with), so backends that reach the bound together raise it once: the others find it
+/// raised when they get the lock. Runs with no LWLock held. A space released meanwhile is left
+/// alone (the caller resolves it again).
+pub(super) fn raise_bound(res: &Resolved, name: &str, need: i64) {
+    check_writable();
+    let s = space(res.idx);
+    let mode = pg_sys::ShareUpdateExclusiveLock as i32;
+    // SAFETY: a heavyweight lock by OID, released below or by abort.
+    unsafe { pg_sys::LockRelationOid(res.seqoid, mode) };
+    // SAFETY: a syscache probe by OID.
+    let exists =
+        unsafe { pg_sys::get_rel_relkind(res.seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
+    if !exists {
+        missing_sequence(name);
+    }
+    let mut got = None;
+    {
+        let _su = RunAs::superuser();
+        while res.still_valid() && got.unwrap_or(s.bound.load(Ordering::Acquire)) < need {
+            // SAFETY: nextval_oid is a V1 function taking a regclass; DirectFunctionCall1Coll
+            // builds its call frame and is itself guarded by pgrx.
+            let d = unsafe {
+                pg_sys::DirectFunctionCall1Coll(
+                    Some(raw_nextval_oid),
+                    pg_sys::Oid::INVALID,
+                    pg_sys::Datum::from(res.seqoid),
+                )
+            };
+            got = Some(d.value() as i64);
+            s.raises.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    if let Some(v) = got {
+        // Everything inserted so far: our nextval's record, or the earlier record (possibly
+        // another backend's, still unflushed) that covers the value we got.
+        crate::segment::reserve::flush_wal_and_wait_for_sync_standbys_for("a keyed space's new bound");
+        if res.still_valid() {
+            s.bound.fetch_max(v, Ordering::AcqRel);
+        }
+    }
+    // SAFETY: the lock taken above.
+    unsafe { pg_sys::UnlockRelationOid(res.seqoid, mode) };
+}

@@ -1,0 +1,225 @@
+//! The shared memory of keyed sequences: the spaces in use and the cache of keys' current values
+//! and sections' floors, with its locks.
+//!
+//! Locking protocol (read this before touching anything in `keyed`):
+//!
+//! * One named LWLock tranche "pg_idgen keyed" with `1 + PARTITIONS` locks. Lock 0 (the *spaces
+//!   lock*) guards claiming and releasing space entries: a space's identity (`in_use`, `dbid`,
+//!   the name, `seqoid`, `step`, `section_size`) is written only under it, exclusively; `gen` is
+//!   an atomic written only under it too, so the hot path reads it without the lock to detect a
+//!   released or re-claimed space. Lock `1 + p` (a *partition lock*) guards every cache slot of
+//!   partition `p` and the partition's tick.
+//! * A key and its section live in the same partition (the partition is chosen from the
+//!   section), so one partition lock covers loading a key from its section's floor and raising
+//!   that floor when the key is evicted.
+//! * A space's durable `bound` and its `floor` are atomics that only ever go up (`fetch_max`):
+//!   `bound` is raised only after the raise is durable (WAL flushed, synchronous standbys
+//!   confirmed); `floor` is raised under a partition lock when a section, or a key whose
+//!   section is not cached, is evicted.
+//! * Nothing but arithmetic and atomics happens under any of these locks: no SPI, no catalog
+//!   access, no I/O, no palloc, no ERROR. Reading the catalog and the backing sequence, and
+//!   raising a bound (nextval, WAL flush, the wait for standbys), run with no LWLock held; the
+//!   raises of one space are serialised by a heavyweight lock on its backing sequence
+//!   (`raise::raise_bound`), never by an LWLock.
+//! * Locks are never nested: the spaces lock and a partition lock are not held together, nor two
+//!   partition locks.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use pgrx::pg_sys;
+
+use crate::lock::LockGuard;
+
+pub(super) const SHMEM_NAME: &CStr = c"pg_idgen keyed cache";
+pub(super) const TRANCHE_NAME: &CStr = c"pg_idgen keyed";
+/// Longest space name, in bytes.
+pub const MAX_NAME_BYTES: usize = 63;
+/// Spaces in use at once in the instance (all databases).
+pub const MAX_SPACES: usize = 128;
+/// Lock partitions of the cache.
+pub const PARTITIONS: usize = 128;
+/// Ways per cache set: a new entry evicts the least recently used of its set's ways.
+pub const WAYS: usize = 8;
+
+pub(super) const KIND_FREE: u8 = 0;
+pub(super) const KIND_KEY: u8 = 1;
+pub(super) const KIND_SECTION: u8 = 2;
+
+#[repr(C)]
+pub(super) struct Space {
+    pub(super) in_use: bool,
+    pub(super) dbid: pg_sys::Oid,
+    pub(super) name_len: usize,
+    pub(super) name: [u8; MAX_NAME_BYTES],
+    pub(super) seqoid: pg_sys::Oid,
+    pub(super) step: i64,
+    pub(super) section_size: i64,
+    /// Changes whenever the entry is claimed or released (0: never claimed).
+    pub(super) gen: AtomicU64,
+    /// Every value handed out is at most `bound`, which is durable.
+    pub(super) bound: AtomicI64,
+    /// A key whose section is not cached continues from here.
+    pub(super) floor: AtomicI64,
+    /// Statistics: bound raises (nextval calls) since server start.
+    pub(super) raises: AtomicI64,
+}
+
+/// One cache slot: a key's current value or a section's floor.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(super) struct Slot {
+    pub(super) kind: u8,
+    pub(super) space: u32,
+    pub(super) gen: u64,
+    /// The key, or the section.
+    pub(super) id: i64,
+    /// A key's section (a section slot: its own number).
+    pub(super) sec: i64,
+    /// A key's current value (the last handed out), or a section's floor.
+    pub(super) val: i64,
+    pub(super) tick: u64,
+}
+
+#[repr(C)]
+pub(super) struct Header {
+    pub(super) locks: *mut pg_sys::LWLockPadded,
+    pub(super) sets: usize,
+    /// Last generation handed out (under the spaces lock).
+    pub(super) next_gen: u64,
+}
+
+pub(super) static mut HEADER: *mut Header = std::ptr::null_mut();
+pub(super) static mut SPACES: *mut Space = std::ptr::null_mut();
+pub(super) static mut SLOTS: *mut Slot = std::ptr::null_mut();
+/// Per partition, a use counter (under the partition lock), 64 bytes apart.
+pub(super) static mut TICKS: *mut [u64; 8] = std::ptr::null_mut();
+
+/// Sets per partition for the configured cache size (at least one set of WAYS slots).
+pub(super) fn sets_setting() -> usize {
+    let size = crate::gucs::KEYED_CACHE_SIZE.get().max(1) as usize;
+    (size / (PARTITIONS * WAYS)).max(1)
+}
+
+fn spaces_offset() -> usize {
+    std::mem::size_of::<Header>().next_multiple_of(64)
+}
+fn ticks_offset() -> usize {
+    (spaces_offset() + MAX_SPACES * std::mem::size_of::<Space>()).next_multiple_of(64)
+}
+fn slots_offset() -> usize {
+    ticks_offset() + PARTITIONS * 64
+}
+fn shmem_size() -> usize {
+    slots_offset() + PARTITIONS * sets_setting() * WAYS * std::mem::size_of::<Slot>() + 64
+}
+
+/// From the shared-memory request hook: space for the cache and its lock tranche.
+pub unsafe fn request_shmem() {
+    // SAFETY: called from the shmem request hook in the postmaster, as PostgreSQL requires.
+    unsafe {
+        pg_sys::RequestAddinShmemSpace(shmem_size());
+        pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), (1 + PARTITIONS) as i32);
+    }
+}
+
+/// From the shared-memory startup hook, with AddinShmemInitLock held: create or attach.
+pub unsafe fn attach_shmem() {
+    // SAFETY: called from the shmem startup hook with AddinShmemInitLock held; created once,
+    // zeroed (all spaces and slots free: KIND_FREE is 0, atomics of zero bytes are 0).
+    unsafe {
+        let mut found = false;
+        let base = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), shmem_size(), &mut found).cast::<u8>();
+        let header = base.cast::<Header>();
+        if !found {
+            std::ptr::write_bytes(base, 0, shmem_size());
+            (*header).locks = pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr());
+            (*header).sets = sets_setting();
+        }
+        HEADER = header;
+        SPACES = base.add(spaces_offset()).cast::<Space>();
+        TICKS = base.add(ticks_offset()).cast::<[u64; 8]>();
+        SLOTS = base.add(slots_offset()).cast::<Slot>();
+    }
+}
+
+pub(super) fn header() -> *mut Header {
+    // SAFETY: HEADER is set once at startup and never changes; null means not preloaded.
+    let h = unsafe { HEADER };
+    if h.is_null() {
+        crate::errors::not_preloaded();
+    }
+    h
+}
+
+pub(super) fn space(idx: usize) -> &'static Space {
+    // SAFETY: idx < MAX_SPACES at every call site; SPACES is set before any backend runs. The
+    // non-atomic fields are only read under the spaces lock or, for an entry whose generation
+    // the caller checked, as a copy taken under it (see `space::Resolved`).
+    unsafe { &*SPACES.add(idx) }
+}
+
+pub(super) fn space_mut(idx: usize) -> *mut Space {
+    // SAFETY: as in `space`; written only under the spaces lock.
+    unsafe { SPACES.add(idx) }
+}
+
+/// The slots of set `set` of partition `part` (to be used under that partition's lock).
+pub(super) fn set_slots(part: usize, set: usize) -> &'static mut [Slot] {
+    // SAFETY: part < PARTITIONS, set < sets (callers take them modulo); the caller holds the
+    // partition lock, so no other backend touches these slots while the slice is used, and the
+    // slice is dropped before the lock is released.
+    unsafe {
+        let sets = (*HEADER).sets;
+        std::slice::from_raw_parts_mut(SLOTS.add((part * sets + set) * WAYS), WAYS)
+    }
+}
+
+pub(super) fn sets() -> usize {
+    // SAFETY: set once at startup.
+    unsafe { (*header()).sets }
+}
+
+/// The next tick of partition `part` (under its lock).
+pub(super) fn tick(part: usize) -> u64 {
+    // SAFETY: part < PARTITIONS; the caller holds the partition lock.
+    unsafe {
+        let t = &mut (*TICKS.add(part))[0];
+        *t += 1;
+        *t
+    }
+}
+
+/// Whether a slot's space is still the one it was filled for.
+pub(super) fn slot_live(s: &Slot) -> bool {
+    s.kind != KIND_FREE
+        && (s.space as usize) < MAX_SPACES
+        && space(s.space as usize).gen.load(Ordering::Acquire) == s.gen
+}
+
+pub(super) struct Held;
+
+impl Held {
+    pub(super) fn spaces() -> LockGuard {
+        // SAFETY: lock 0 of the tranche (1 + PARTITIONS locks).
+        LockGuard::acquire(unsafe { &raw mut (*(*header()).locks).lock }, pg_sys::LWLockMode::LW_EXCLUSIVE)
+    }
+    pub(super) fn partition(part: usize) -> LockGuard {
+        // SAFETY: part < PARTITIONS: lock 1 + part of the tranche.
+        LockGuard::acquire(
+            unsafe { &raw mut (*(*header()).locks.add(1 + part % PARTITIONS)).lock },
+            pg_sys::LWLockMode::LW_EXCLUSIVE,
+        )
+    }
+}
+
+pub(super) fn my_db() -> pg_sys::Oid {
+    // SAFETY: set at backend start.
+    unsafe { pg_sys::MyDatabaseId }
+}
+
+/// HEADER, or null when the library was not preloaded (no shared memory).
+pub(super) fn header_or_null() -> *mut Header {
+    // SAFETY: set once at startup.
+    unsafe { HEADER }
+}

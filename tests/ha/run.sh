@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# tests/ha/run.sh — pg_idgen under Patroni (make test-ha; PostgreSQL 15 only): failovers under
+# load, every value handed to a client recorded, no id handed out twice.
+#
+# A group of three PostgreSQL 15 nodes (scripts/ha.sh: etcd on loopback, Patroni 4.1.5, one
+# worker id for the group) with clients running throughout (tests/ha/load.py: 3 inserting
+# `DEFAULT snowflake_next()` / `DEFAULT segment_next('ha_ins')` through a multi-host connection
+# string with target_session_attrs=read-write, 2 calling `SELECT snowflake_next(),
+# segment_next('ha_sel')` alone; reconnecting after every error). Faults, each under load:
+#   phase sync   (synchronous_mode: true)  the leader killed (Patroni and postmaster, kill -9)
+#                three times in a row with lagging standbys, each old leader rejoining (pg_rewind
+#                when its timeline diverged); then a patronictl switchover. Lagging: the standbys'
+#                WAL receivers are stopped (SIGSTOP) while the leader hands out 600 more values,
+#                and killed with the leader, so the WAL in flight never reaches them (a network
+#                hiccup, then the primary gone; a receiver that was only paused would read the
+#                kernel's socket buffer after SIGCONT and miss nothing)
+#   phase async  (synchronous_mode: false, same group) the same faults
+#   phase lease  (lease_mode = fixed, the registry outside the group; asynchronous) a lagging
+#                kill, the rejoin, a switchover
+# The layout has 1 sequence bit per 10 ms (200 ids/s) and pg_idgen.max_drift_ms = 30000: the
+# clients ask for more, so the leader's ids run up to 30 s ahead of its clock — further than a
+# Patroni failover takes (ttl 20 s), the burst a new user sees at once with a small layout.
+# Asserted: in every phase no snowflake id handed out twice and no duplicate key (23505), and the
+# ids of each new leader above every id of the leaders before it; in the sync phase also no segment
+# value handed out twice and every acknowledged insert on the final leader; every rejoin streams.
+# Reported, not asserted: failover time, time to the first id after it, client errors, rewinds,
+# acknowledged inserts missing after an asynchronous failover.
+# Env: HA_BASE_PORT (default 30450: ports 30450-30497; the lease group uses +24), HA_PHASES="sync async lease".
+set -euo pipefail
+ROOT=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
+# shellcheck source=../integration/lib.bash
+. "$ROOT/tests/integration/lib.bash" "$ROOT"
+TEST_NAME=ha
+HA=$ROOT/scripts/ha.sh
+VENV=${PG_IDGEN_HA_VENV:-$PG_IDGEN_PG_HOME/patroni/venv}
+BASE=${HA_BASE_PORT:-30450}
+PHASES=${HA_PHASES:-sync async lease}
+LAYOUT='time=41,worker=10,sequence=1,unit_ms=10,epoch=2026-01-01'
+PARAMS=(pg_idgen.max_drift_ms=30000 "pg_idgen.layout=$LAYOUT")
+GROUPS_STARTED=()
+LOAD_PID=
+[ "$PG" = 15 ] || { log "PostgreSQL 15 only (PG=$PG): nothing to do"; exit 0; }
+[ -x "$VENV/bin/patroni" ] || { ko "no Patroni venv at $VENV (make deps)"; finish; }
+
+ha_cleanup() {
+    set +e   # every group is destroyed, whatever fails before
+    [ -z "$LOAD_PID" ] || kill "$LOAD_PID" 2>/dev/null || true
+    local g
+    for g in ${GROUPS_STARTED[@]+"${GROUPS_STARTED[@]}"}; do
+        if [ "${FAILED:-0}" -gt 0 ]; then
+            echo "--- Patroni log of $g (last 15 lines per node) ---"
+            for n in 1 2 3; do tail -15 "$("$CLUSTER" rundir)/$g/node$n/patroni.log" 2>/dev/null | sed "s/^/    node$n: /"; done
+        fi
+        "$HA" destroy --name "$g" >/dev/null 2>&1 || true
+    done
+}
+trap 'rc=$?; ha_cleanup; (exit $rc); cleanup' EXIT
+
+now() { date +%s.%N; }
+# wait_until SECONDS DESCRIPTION COMMAND...: bounded poll of a state
+wait_until() {
+    local limit=$1 what=$2; shift 2
+    local end=$((SECONDS + limit))
+    until "$@"; do
+        [ $SECONDS -lt $end ] || { ko "timeout after ${limit}s waiting for: $what"; return 1; }
+        sleep 0.2
+    done
+}
+progress() { cut -d' ' -f"$1" "$OUT/progress" 2>/dev/null || echo 0; }
+# values_from PORT N: the clients got N more values since MARK, the last one from PORT
+more_values_from() { [ "$(progress 1)" -ge $((MARK + $2)) ] && [ "$(progress 2)" = "$1" ]; }
+more_values() { [ "$(progress 1)" -ge $((MARK + $1)) ]; }
+
+start_load() {   # start_load GROUP PHASE
+    OUT=$TMP/$2; mkdir -p "$OUT"
+    "$VENV/bin/python" "$ROOT/tests/ha/load.py" "$("$HA" dsn --name "$1")" "$OUT" --inserters 3 --selectors 2 &
+    LOAD_PID=$!
+    MARK=0
+    wait_until 60 "the first 300 values" more_values 300
+    printf 'start\t0\t-\t%s\t-\n' "$("$HA" port --name "$1" "$("$HA" leader --name "$1")")" > "$OUT/events.tsv"
+}
+stop_load() {
+    touch "$OUT/stop"
+    wait "$LOAD_PID" || ko "load.py exited with $?"
+    LOAD_PID=
+}
+
+# lag_for N: let the leader hand out N values while the standbys lag, or until the clients stall
+# (with a synchronous standby a reservation waits for it: calls block once the confirmed ones are
+# used up); a bounded wait for a state, not an assertion
+lag_for() {
+    local n last=-1 still=0 end=$((SECONDS + 30))
+    while [ $SECONDS -lt $end ] && ! more_values "$1"; do
+        n=$(progress 1)
+        if [ "$n" = "$last" ]; then still=$((still + 1)); else still=0; last=$n; fi
+        [ $still -lt 10 ] || break
+        sleep 0.2
+    done
+    log "the standbys lag: $(( $(progress 1) - MARK )) values handed out meanwhile"
+}
+# the standbys' WAL receivers: stop them, let the leader run ahead, kill it and them (each standby's
+# postmaster restarts its processes and replays what reached its disk; Patroni then promotes one)
+lagging_kill() {   # lagging_kill GROUP
+    local g=$1 old new t0 seen pids=() n mp
+    old=$("$HA" leader --name "$g")
+    for n in node1 node2 node3; do
+        [ "$n" = "$old" ] && continue
+        mp=$("$HA" pid --name "$g" "$n" 2>/dev/null) || continue
+        pids+=($(pgrep -P "$mp" -f 'walreceiver' || true))
+    done
+    [ ${#pids[@]} -gt 0 ] || ko "no WAL receiver found on the standbys of $old"
+    kill -STOP "${pids[@]}" 2>/dev/null || true
+    MARK=$(progress 1)
+    lag_for 600
+    t0=$(now)
+    kill -KILL "$("$HA" patroni-pid --name "$g" "$old")" "$("$HA" pid --name "$g" "$old")" 2>/dev/null || true
+    kill -KILL "${pids[@]}" 2>/dev/null || true
+    after_fault "$g" kill "$old" "$t0"
+}
+switchover() {   # switchover GROUP
+    local g=$1 old t0
+    old=$("$HA" leader --name "$g")
+    t0=$(now)
+    "$HA" patronictl --name "$g" switchover --leader "$old" --force "$g" >/dev/null 2>&1 \
+        || ko "patronictl switchover from $old failed"
+    after_fault "$g" switchover "$old" "$t0"
+}
+# after_fault GROUP KIND OLD T0: wait for the new leader and its first values, record the event
+after_fault() {
+    local g=$1 kind=$2 old=$3 t0=$4 new="" seen
+    newleader() { new=$("$HA" leader --name "$g"); [ -n "$new" ] && [ "$new" != "$old" ]; }
+    wait_until 120 "a new leader after the $kind of $old" newleader || return 1
+    seen=$(now)
+    printf '%s %s %s %s %s\n' "$kind" "$t0" "$("$HA" port --name "$g" "$old")" "$("$HA" port --name "$g" "$new")" "$seen" \
+        | tr ' ' '\t' >> "$OUT/events.tsv"
+    MARK=$(progress 1)
+    wait_until 90 "values from the new leader $new" more_values_from "$("$HA" port --name "$g" "$new")" 100 || true
+    log "$kind: $old -> $new"
+    LAST_OLD=$old
+}
+rejoin() {   # rejoin GROUP NODE: its Patroni again, it must stream; counts pg_rewind runs
+    local g=$1 n=$2 plog before
+    plog=$("$CLUSTER" rundir)/$g/$n/patroni.log
+    before=$(grep -c 'pg_rewind exit code=0' "$plog" 2>/dev/null || true)
+    if "$HA" rejoin --name "$g" "$n" 2>"$TMP/rejoin.err"; then
+        ok "$n rejoined $g and streams from the new leader"
+    else
+        ko "$n did not rejoin $g: $(tail -3 "$TMP/rejoin.err" | tr '\n' ' ')"
+    fi
+    REWINDS=$((REWINDS + $(grep -c 'pg_rewind exit code=0' "$plog" 2>/dev/null || echo 0) - before))
+}
+wait_healthy() { wait_until 120 "every node of $1 streaming" "$HA" status --name "$1" >/dev/null 2>&1; }
+healthy_quiet() { "$HA" status --name "$1" >/dev/null 2>&1; }
+
+# assert_phase GROUP PHASE MODE(sync|async)
+assert_phase() {
+    local g=$1 phase=$2 mode=$3 r
+    "$HA" psql --name "$g" -At -c "COPY (SELECT id, seg FROM ha_ids) TO STDOUT" > "$OUT/final.tsv"
+    [ -z "${HA_KEEP:-}" ] || { mkdir -p "$HA_KEEP"; cp -r "$OUT" "$HA_KEEP/"; }
+    r=$("$VENV/bin/python" "$ROOT/tests/ha/check.py" "$OUT" "$OUT/final.tsv" 2>"$OUT/summary") || { cat "$OUT/summary"; ko "check.py failed: $r"; return; }
+    sed "s/^/[$TEST_NAME] $phase: /" "$OUT/summary"
+    get() { sed -n "s/^$1=//p" <<<"$r"; }
+    log "$phase: $(get values) values recorded ($(get inserted) inserted, $(get selected) selected), $(get faults) faults, client errors $(get client_errors) ($(get error_codes)), pg_rewind runs $REWINDS, acknowledged inserts missing $(get acked_missing), segment values twice $(get segment_twice)"
+    check "$phase: values recorded" "$(get values)" -gt 1000
+    check "$phase: faults with values after them" "$(get faults)" -eq "$4"
+    check "$phase: no snowflake id handed out twice" "$(get snowflake_twice)" -eq 0
+    check "$phase: no duplicate key (23505)" "$(get duplicate_key_errors)" -eq 0
+    check "$phase: every new leader's ids above the old leaders' ids" "$(get ids_at_or_below_old_leader)" -eq 0
+    check "$phase: every value from a leader of its time" "$(get values_outside_epochs)" -eq 0
+    if [ "$mode" = sync ]; then
+        check "$phase: no segment value handed out twice" "$(get segment_twice)" -eq 0
+        check "$phase: every acknowledged insert on the final leader" "$(get acked_missing)" -eq 0
+    fi
+    FIGURES+="$phase: $(grep -Eo 'fault[0-9]+_(failover|first_id)_s=[0-9.na]+' <<<"$r" | tr '\n' ' ')"$'\n'
+}
+
+run_faults() {   # run_faults GROUP PHASE MODE KILLS
+    local g=$1 phase=$2 mode=$3 kills=$4 k
+    REWINDS=0
+    start_load "$g" "$phase"
+    for k in $(seq 1 "$kills"); do
+        lagging_kill "$g" || break
+        rejoin "$g" "$LAST_OLD"
+    done
+    switchover "$g" || true
+    wait_healthy "$g" && ok "$phase: $LAST_OLD rejoined after the switchover"
+    MARK=$(progress 1); wait_until 30 "values after the rejoin" more_values 100 || true
+    stop_load
+    assert_phase "$g" "$phase" "$mode" $((kills + 1))
+}
+
+create_table() {
+    "$HA" psql --name "$1" -c "SET client_min_messages = warning" \
+        -c "SELECT segment_create('ha_ins'), segment_create('ha_sel')" \
+        -c "CREATE TABLE IF NOT EXISTS ha_ids (id bigint PRIMARY KEY DEFAULT snowflake_next(), seg bigint NOT NULL DEFAULT segment_next('ha_ins'), client text, at timestamptz DEFAULT clock_timestamp())" >/dev/null
+}
+
+FIGURES=""
+G=hatest
+if [[ " $PHASES " == *" sync "* || " $PHASES " == *" async "* ]]; then
+    GROUPS_STARTED+=("$G"); "$HA" destroy --name "$G" >/dev/null 2>&1 || true
+    first=sync; [[ " $PHASES " == *" sync "* ]] || first=async
+    t=$SECONDS
+    "$HA" start --name "$G" --base-port "$BASE" --"$first" -- "${PARAMS[@]}" >/dev/null 2>"$TMP/start.err" \
+        || { cat "$TMP/start.err"; ko "scripts/ha.sh start"; finish; }
+    ok "group $G: a leader and two streaming standbys ($((SECONDS - t)) s)"
+    check "one worker id for the group" "$("$HA" psql --name "$G" -At -c "SELECT worker_id FROM snowflake_worker()")" == 1
+    create_table "$G"
+    if [[ " $PHASES " == *" sync "* ]]; then
+        check "sync phase: synchronous_standby_names set by Patroni" \
+            "$("$HA" psql --name "$G" -At -c 'SHOW synchronous_standby_names')" != ""
+        run_faults "$G" sync sync 3
+    fi
+    if [[ " $PHASES " == *" async "* ]]; then
+        "$HA" patronictl --name "$G" edit-config --force -s synchronous_mode=false "$G" >/dev/null
+        nosync() { [ -z "$("$HA" psql --name "$G" -At -c 'SHOW synchronous_standby_names' 2>/dev/null)" ]; }
+        wait_until 60 "synchronous_standby_names empty" nosync && ok "async phase: no synchronous standby"
+        run_faults "$G" async async 3
+    fi
+    "$HA" destroy --name "$G" >/dev/null 2>&1
+fi
+if [[ " $PHASES " == *" lease "* ]]; then
+    G=halease; GROUPS_STARTED+=("$G"); "$HA" destroy --name "$G" >/dev/null 2>&1 || true
+    t=$SECONDS
+    "$HA" start --name "$G" --base-port $((BASE + 24)) --async --lease --lease-ttl 6 -- "${PARAMS[@]}" >/dev/null 2>"$TMP/start.err" \
+        || { cat "$TMP/start.err"; ko "scripts/ha.sh start --lease"; finish; }
+    ok "group $G: a leader and two streaming standbys ($((SECONDS - t)) s)"
+    held() { [ "$("$HA" psql --name "$G" -At -c "SELECT state || ' ' || worker_id FROM snowflake_lease()")" = "held 1" ]; }
+    wait_until 30 "the leader holding the lease of worker id 1" held && ok "lease phase: the leader holds worker id 1"
+    create_table "$G"
+    run_faults "$G" lease async 1
+fi
+log "figures:"; printf '%s' "$FIGURES" | sed "s/^/[$TEST_NAME]   /"
+finish

@@ -1,0 +1,122 @@
+-- keyed sequences: keyed_create / keyed_next / keyed_last / keyed_drop, their errors, and a
+-- hostile role calling them with a schema of shadowing functions first in its search_path.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_idgen;
+SELECT keyed_create('conv', step => 100, section_size => 10);
+SELECT space, step, section_size FROM pg_idgen_keyed_spaces;
+-- values increase per key, independently of other keys
+SELECT keyed_next('conv', 1) AS a1, keyed_next('conv', 1) AS a2, keyed_next('conv', 2) AS b1,
+       keyed_next('conv', 1) AS a3;
+-- keyed_last reads without consuming; a key never used reads its floor (0 after creation)
+SELECT keyed_last('conv', 1) AS last1, keyed_last('conv', 1) AS again, keyed_last('conv', 999) AS unused;
+-- n values at once: returns the last, the caller owns last-n+1 .. last
+SELECT keyed_next('conv', 1, 5) AS last_of_5, keyed_next('conv', 1) AS after;
+-- a ROLLBACK gives nothing back
+BEGIN;
+SELECT keyed_next('conv', 7) AS in_rolled_back;
+ROLLBACK;
+SELECT keyed_next('conv', 7) AS after_rollback;
+-- crossing the bound (step 100) raises it durably and goes on
+SELECT count(*) AS calls, max(v) AS last, bool_and(v > prev) AS increasing
+FROM (SELECT v, lag(v, 1, 0::bigint) OVER (ORDER BY g) AS prev
+      FROM (SELECT g, keyed_next('conv', 3) AS v FROM generate_series(1, 250) g) s) t;
+SELECT space, bound >= 300 AS bound_raised, raises >= 3 AS raised FROM keyed_status;
+-- keys at the ends of bigint, negative keys
+SELECT keyed_next('conv', 9223372036854775807) > 0 AS max_key,
+       keyed_next('conv', -9223372036854775808) > 0 AS min_key,
+       keyed_next('conv', -1) > 0 AS negative;
+-- in one statement, many keys: per key strictly increasing in call order
+SELECT count(*) AS pairs, bool_and(v > prev) AS increasing
+FROM (SELECT v, lag(v) OVER (PARTITION BY k ORDER BY g) AS prev
+      FROM (SELECT g, g % 37 AS k, keyed_next('conv', g % 37) AS v FROM generate_series(1, 2000) g) s) t
+WHERE prev IS NOT NULL;
+-- errors: NULLs (22004), unknown space (42704), bad counts (22023), bad names
+\set VERBOSITY sqlstate
+SELECT keyed_next(NULL, 1);
+SELECT keyed_next('conv', NULL);
+SELECT keyed_next('conv', 1, NULL);
+SELECT keyed_last(NULL, 1);
+SELECT keyed_last('conv', NULL);
+SELECT keyed_next('nope', 1);
+SELECT keyed_last('nope', 1);
+SELECT keyed_next('conv', 1, 0);
+SELECT keyed_next('conv', 1, -1);
+SELECT keyed_next('conv', 1, 101);
+SELECT keyed_next('', 1);
+SELECT keyed_next(repeat('x', 64), 1);
+SELECT keyed_create(NULL);
+SELECT keyed_create('bad', step => 0);
+SELECT keyed_create('bad', section_size => 0);
+SELECT keyed_create('bad', step => NULL);
+SELECT keyed_create('conv');
+SELECT keyed_drop(NULL);
+SELECT keyed_drop('nope');
+\set VERBOSITY default
+SELECT keyed_next('conv', 1, 101);
+SELECT keyed_next('nope', 1);
+-- a read-only transaction cannot hand out values (they may need a durable raise), like nextval
+BEGIN READ ONLY;
+\set VERBOSITY sqlstate
+SELECT keyed_next('conv', 1);
+\set VERBOSITY default
+ROLLBACK;
+-- the end of bigint: the bound reaches 9223372036854775807, then the key is exhausted (22003)
+SELECT keyed_create('edge', step => 1000, section_size => 1);
+SELECT pg_catalog.setval(seq, 9223372036854774807) > 0 AS moved FROM pg_idgen_keyed_spaces WHERE space = 'edge';
+SELECT keyed_next('edge', 1, 1000) AS last_bigint;
+\set VERBOSITY sqlstate
+SELECT keyed_next('edge', 1);
+\set VERBOSITY default
+SELECT keyed_next('edge', 1);
+SELECT keyed_next('edge', 2) AS other_key_goes_on;
+SELECT keyed_drop('edge');
+-- parallel plans: keyed_next is PARALLEL UNSAFE, keyed_last PARALLEL RESTRICTED (it reads the
+-- catalog with a fresh snapshot, which a parallel worker cannot take): both run in the leader
+SELECT proname, proparallel, provolatile, proisstrict FROM pg_proc
+WHERE proname IN ('keyed_next', 'keyed_last', 'keyed_create', 'keyed_drop') ORDER BY proname, pronargs;
+CREATE TABLE keyed_keys AS SELECT g AS k FROM generate_series(1, 20) g;
+SET debug_parallel_query = on;
+SELECT count(*) AS n, bool_and(v > 0) AS positive FROM (SELECT keyed_next('conv', k) AS v FROM keyed_keys) s;
+SELECT count(*) AS n, bool_and(v >= 0) AS read FROM (SELECT keyed_last('conv', k) AS v FROM keyed_keys) s;
+RESET debug_parallel_query;
+-- ordinary roles: may call keyed_next/keyed_last, not create or drop
+CREATE ROLE regress_keyed_mallory LOGIN NOSUPERUSER;
+CREATE SCHEMA keyed_mallory AUTHORIZATION regress_keyed_mallory;
+CREATE TABLE public.keyed_shadow_calls (fn text);
+GRANT INSERT, SELECT ON public.keyed_shadow_calls TO PUBLIC;
+\c - regress_keyed_mallory
+SET client_min_messages = warning;
+CREATE FUNCTION keyed_mallory.nextval(regclass) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO public.keyed_shadow_calls VALUES ('nextval'); RETURN pg_catalog.nextval($1); END $$;
+CREATE FUNCTION keyed_mallory.to_regclass(text) RETURNS regclass LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO public.keyed_shadow_calls VALUES ('to_regclass'); RETURN pg_catalog.to_regclass($1); END $$;
+CREATE FUNCTION keyed_mallory.eq_text(text, text) RETURNS bool LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO public.keyed_shadow_calls VALUES ('=(text,text)'); RETURN pg_catalog.texteq($1, $2); END $$;
+CREATE OPERATOR keyed_mallory.= (LEFTARG = text, RIGHTARG = text, FUNCTION = keyed_mallory.eq_text);
+SET search_path = keyed_mallory, public, pg_catalog;
+SELECT count(DISTINCT keyed_next('conv', 5000 + g)) AS values_from_hostile_role FROM generate_series(1, 300) g;
+SELECT keyed_last('conv', 5001) > 0 AS read_by_hostile_role;
+\set VERBOSITY sqlstate
+SELECT keyed_create('mine');
+SELECT keyed_drop('conv');
+\set VERBOSITY default
+\c - postgres
+SET client_min_messages = warning;
+SET search_path = keyed_mallory, public, pg_catalog;
+SELECT keyed_create('admin_space', 10, 10);
+SELECT keyed_next('admin_space', 1) AS by_superuser_with_hostile_path;
+SELECT keyed_drop('admin_space');
+RESET search_path;
+SELECT count(*) AS shadow_calls FROM public.keyed_shadow_calls;
+-- drop: the space is gone; created again, it starts over (its old values may come back)
+SELECT keyed_drop('conv');
+\set VERBOSITY sqlstate
+SELECT keyed_next('conv', 1);
+\set VERBOSITY default
+SELECT count(*) AS backing_sequences FROM pg_class WHERE relname LIKE 'pg_idgen_keyed_%' AND relkind = 'S';
+SELECT keyed_create('conv');
+SELECT keyed_next('conv', 1) AS fresh;
+SELECT keyed_drop('conv');
+DROP TABLE keyed_keys, public.keyed_shadow_calls;
+DROP SCHEMA keyed_mallory CASCADE;
+DROP ROLE regress_keyed_mallory;
