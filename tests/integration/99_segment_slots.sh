@@ -16,6 +16,8 @@
 #  F. over the whole run: 0 duplicates across all nodes; every value lies in a slot its node
 #     owned at the time (between the marks of the hand-overs); values per slot increase on each
 #     node.
+#  G. a slotted tag created and used in one transaction; segment_drop removes its slots and
+#     their sequences; DROP EXTENSION leaves no slot sequence behind.
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
@@ -161,4 +163,19 @@ check "F: every value lies in a slot its node owned then (between the hand-over 
 check "F: values per slot increase on each node" \
     "$(q ${F}1 "SELECT count(*) FROM (SELECT v, lag(v) OVER (PARTITION BY node, round, ((v - 1) / 10) % 12 ORDER BY tx, g) AS p FROM v) x WHERE p >= v")" -eq 0
 check "F: every slot was served" "$(q ${F}1 "SELECT count(DISTINCT ((v - 1) / 10) % 12) FROM v")" -eq 12
+
+# ---- G: a slotted tag created and used in one transaction, dropped; DROP EXTENSION leaves no
+# slot sequence behind ----
+nseq() { q ${F}2 "SELECT count(*) FROM pg_class WHERE relname LIKE 'pg\_idgen\_seg\_%' AND relkind = 'S'"; }
+seqs_before=$(nseq)
+check "G: values of a slotted tag created in the same transaction (4 slots, unit 5, 2 owned)" \
+    "$(q ${F}2 "BEGIN" "SELECT segment_create('tx', 5, slots => 4, owned => '{1,3}')" \
+        "SELECT string_agg(segment_next('tx')::text, ',') FROM generate_series(1, 12)" "COMMIT" | sed -n 2p)" \
+    == "6,7,8,9,10,16,17,18,19,20,26,27"
+q ${F}2 "SELECT segment_drop('tx')" >/dev/null
+check "G: segment_drop of a slotted tag drops its slots and their sequences" \
+    "$(q ${F}2 "SELECT count(*) FROM pg_idgen_segment_slots WHERE tag = 'tx'")|$(nseq)" == "0|$seqs_before"
+q ${F}2 "DROP EXTENSION pg_idgen" >/dev/null
+check "G: DROP EXTENSION drops the slot sequences with the tags" \
+    "$(q ${F}2 "SELECT count(*) FROM pg_class WHERE relname LIKE 'pg\_idgen\_seg\_%'")" -eq 0
 finish
