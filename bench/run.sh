@@ -15,6 +15,8 @@
 # worker_id 1), prints one markdown report on stdout (progress goes to stderr)
 # and stops the cluster on exit.
 #
+#   segment_next slotted: a tag of 64 stride slots of which the node owns 16 (default step 1000),
+#   next to the plain tag.
 #   Part 1  one backend: SELECT count(<expr>) FROM generate_series(1, N), timed in
 #           a plpgsql function with clock_timestamp() deltas; runs are interleaved
 #           across the expressions, the median is reported. ns/call = time / N,
@@ -51,6 +53,7 @@ EXPRS=(
     "gen_random_uuid|gen_random_uuid()|"
     "snowflake_next|snowflake_next()|"
     "segment_next|segment_next('bench')|SELECT segment_create('bench')"
+    "segment_next slotted|segment_next('bench_slots')|SELECT segment_create('bench_slots', slots => 64, owned => ARRAY(SELECT generate_series(0, 15)))"
     "uid_mask|uid_mask(g, 'bench')|SELECT uid_mask_key_create('bench')"
     "uid_to_text|uid_to_text(g::bigint << 32)|"
 )

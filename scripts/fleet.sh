@@ -28,6 +28,13 @@
 #   scripts/fleet.sh cluster  [--name PREFIX] NODE    # the scripts/cluster.sh name (cluster.sh log ...)
 #   scripts/fleet.sh port     [--name PREFIX] NODE
 #   scripts/fleet.sh names    [--name PREFIX]         # every cluster name of the fleet, agg first
+#   scripts/fleet.sh move-slots  [--name PREFIX] TAG K TO   # stride slots (docs/segment-slots.md):
+#       moves K slots of TAG to node TO, one at a time from the node that owns the most (ties: the
+#       lowest node number), each by segment_slot_release on the giver and segment_slot_adopt
+#       with the returned mark on TO; prints `slot S: node A -> node B above MARK` per slot
+#   scripts/fleet.sh drain-slots [--name PREFIX] TAG FROM   # moves every slot of FROM to the other
+#       nodes that own slots of TAG (a node with none has left, or gets slots by move-slots), each
+#       to the one that owns the fewest (ties: the lowest node number)
 #
 # Examples:
 #   scripts/fleet.sh start --nodes 3 --base-port 28870
@@ -186,6 +193,60 @@ cmd_status() {
     return $rc
 }
 
+# owned_count NODE TAG: how many slots of TAG node NODE serves
+owned_count() {
+    PGDATABASE=$DB "$CLUSTER" psql "$(lookup "$1" 2)" -At \
+        -c "SELECT count(*) FROM segment_slot_status WHERE tag = '$2' AND owned"
+}
+# move_slot TAG SLOT FROM TO
+move_slot() {
+    local mark
+    # the tag is letters, digits and _ (checked), slot and mark are numbers
+    is_int "$2" || die "bad slot '$2'"
+    mark=$(PGDATABASE=$DB "$CLUSTER" psql "$(lookup "$3" 2)" -At \
+        -c "SELECT segment_slot_release('$1', $2)") && is_int "$mark" || die "release of slot $2 on node $3 failed"
+    PGDATABASE=$DB "$CLUSTER" psql "$(lookup "$4" 2)" -At \
+        -c "SELECT segment_slot_adopt('$1', $2, $mark)" >/dev/null \
+        || die "adopt of slot $2 on node $4 above $mark failed (slot $2 is released on node $3: adopt it by hand with that mark)"
+    echo "slot $2: node $3 -> node $4 above $mark"
+}
+node_numbers() { awk '$1 ~ /^node[0-9]+$/ { sub("node", "", $1); print $1 }' "$(FLEET_FILE)"; }
+cmd_move_slots() {
+    local tag=$1 k=$2 to=$3 i n c best bestc slot
+    [[ $tag =~ ^[A-Za-z0-9_]{1,63}$ ]] || die "tag must be letters, digits and _"
+    is_int "$k" && [ "$k" -ge 0 ] || die "K must be a number"
+    lookup "$to" 2 >/dev/null
+    for i in $(seq 1 "$k"); do
+        best=; bestc=0
+        for n in $(node_numbers); do
+            [ "$n" = "$to" ] && continue
+            c=$(owned_count "$n" "$tag")
+            if [ "$c" -gt "$bestc" ]; then best=$n; bestc=$c; fi
+        done
+        [ -n "$best" ] || die "no other node owns a slot of $tag"
+        slot=$(PGDATABASE=$DB "$CLUSTER" psql "$(lookup "$best" 2)" -At \
+            -c "SELECT max(slot) FROM segment_slot_status WHERE tag = '$tag' AND owned")
+        move_slot "$tag" "$slot" "$best" "$to"
+    done
+}
+cmd_drain_slots() {
+    local tag=$1 from=$2 n c best bestc slot
+    [[ $tag =~ ^[A-Za-z0-9_]{1,63}$ ]] || die "tag must be letters, digits and _"
+    lookup "$from" 2 >/dev/null
+    for slot in $(PGDATABASE=$DB "$CLUSTER" psql "$(lookup "$from" 2)" -At \
+            -c "SELECT slot FROM segment_slot_status WHERE tag = '$tag' AND owned ORDER BY slot"); do
+        best=; bestc=
+        for n in $(node_numbers); do
+            [ "$n" = "$from" ] && continue
+            c=$(owned_count "$n" "$tag")
+            [ "$c" -gt 0 ] || continue
+            if [ -z "$bestc" ] || [ "$c" -lt "$bestc" ]; then best=$n; bestc=$c; fi
+        done
+        [ -n "$best" ] || die "no other node to take the slots"
+        move_slot "$tag" "$slot" "$from" "$best"
+    done
+}
+
 cmd=${1:-}; [ $# -gt 0 ] && shift
 parse "$@"
 set -- ${ARGS[@]+"${ARGS[@]}"}
@@ -201,5 +262,7 @@ case $cmd in
     cluster)  [ $# -eq 1 ] || usage; lookup "$1" 2 ;;
     port)     [ $# -eq 1 ] || usage; lookup "$1" 3 ;;
     names)    need_fleet; awk '{ print $2 }' "$(FLEET_FILE)" ;;
+    move-slots)  [ $# -eq 3 ] || usage; cmd_move_slots "$@" ;;
+    drain-slots) [ $# -eq 2 ] || usage; cmd_drain_slots "$@" ;;
     *)        usage ;;
 esac

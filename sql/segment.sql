@@ -17,6 +17,7 @@ CREATE TABLE pg_idgen_segments (
     max_step        int,
     target_interval interval,
     created         timestamptz NOT NULL DEFAULT now(),
+    slotted         bool NOT NULL DEFAULT false,
     CHECK (node_index >= 0 AND node_index < nodes),
     CHECK (step <= 100000000 AND step % unit = 0),
     CHECK ((min_step IS NULL AND max_step IS NULL AND target_interval IS NULL AND unit = step)
@@ -35,6 +36,28 @@ CREATE TRIGGER pg_idgen_segments_link
     AFTER INSERT OR UPDATE OF seq ON pg_idgen_segments
     FOR EACH ROW EXECUTE FUNCTION pg_idgen_segment_link();
 
+-- Stride slots of the tags created with slots => S: one row per slot this node has (owned: it
+-- serves it now; false: released, its sequence keeps the mark). Each slot's sequence
+-- (pg_idgen_seg_<n>) is linked to the seq column like a tag's (pg_idgen_segment_link).
+CREATE TABLE pg_idgen_segment_slots (
+    tag   text NOT NULL CHECK (octet_length(tag) BETWEEN 1 AND 63),
+    slot  int NOT NULL CHECK (slot BETWEEN 0 AND 255),
+    seq   regclass NOT NULL,
+    owned bool NOT NULL DEFAULT true,
+    PRIMARY KEY (tag, slot)
+);
+COMMENT ON TABLE pg_idgen_segment_slots IS 'pg_idgen stride slots of segment tags on this node: one row per slot, each backed by its own sequence (seq), owned = served here';
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_segment_slots', '');
+REVOKE ALL ON pg_idgen_segment_slots FROM PUBLIC;
+CREATE TRIGGER pg_idgen_segment_slots_link
+    AFTER INSERT OR UPDATE OF seq ON pg_idgen_segment_slots
+    FOR EACH ROW EXECUTE FUNCTION pg_idgen_segment_link();
+
+CREATE VIEW segment_slot_status AS
+SELECT * FROM segment_slot_status();
+COMMENT ON VIEW segment_slot_status IS 'one row per stride slot this node has (a plain tag: its one slot node_index of nodes): owned, durable mark, next chunk, chunks reserved ever, reservations and largest value installed since server start';
+GRANT SELECT ON segment_slot_status TO PUBLIC;
+
 CREATE VIEW segment_status AS
 SELECT s.tag,
        coalesce(m.current_step, s.step::bigint) AS step,
@@ -45,14 +68,19 @@ SELECT s.tag,
        coalesce(m.refills, 0) AS refills,
        coalesce(m.sync_refills, 0) AS sync_refills,
        coalesce(m.discarded, 0) AS discarded,
-       m.last_refill
+       m.last_refill,
+       o.owned_slots
 FROM pg_idgen_segments s
 LEFT JOIN segment_persisted() p USING (tag)
-LEFT JOIN segment_status_shmem() m USING (tag);
+LEFT JOIN segment_status_shmem() m USING (tag)
+LEFT JOIN (SELECT x.tag, pg_catalog.array_agg(x.slot ORDER BY x.slot) AS owned_slots
+           FROM segment_slot_status() x WHERE x.owned GROUP BY x.tag) o USING (tag);
 COMMENT ON VIEW segment_status IS 'one row per segment tag of this database: step, persisted high-water mark, cached cursor/end, next buffer, statistics since server start';
 GRANT SELECT ON segment_status TO PUBLIC;
 
-REVOKE ALL ON FUNCTION segment_create(text, int, bigint, int, int, int, int, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION segment_create(text, int, bigint, int, int, int, int, interval, int, int[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION segment_slot_release(text, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION segment_slot_adopt(text, int, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION segment_drop(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION segment_set(text, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION segment_next(text) IS 'next value of a segment tag: unique and increasing instance-wide, never reissued';

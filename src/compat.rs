@@ -14,6 +14,7 @@
 //! |-------------------------------------|---------------|-------------------------------------|
 //! | `pg_idgen_catalog_changed_wrapper`  | 0.1.0         | the same trigger                    |
 //! | `snowflake_worker_wrapper`          | 0.1.0, 0.2.0  | refuses: update the extension       |
+//! | `segment_create_wrapper`            | 0.1.0 - 0.3.0 | refuses: update the extension       |
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -47,6 +48,25 @@ pub unsafe extern "C-unwind" fn snowflake_worker_wrapper(_fcinfo: pg_sys::Functi
         crate::errors::Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         format!(
             "the four-column snowflake_worker() of an older pg_idgen cannot run with library {}",
+            crate::catalog::LIBRARY_VERSION
+        ),
+        Some("Run ALTER EXTENSION pg_idgen UPDATE in this database."),
+    )
+}
+
+// 0.1.0 to 0.3.0: `segment_create` had eight arguments (symbol `segment_create_wrapper`); 0.4.0's
+// has two more, `slots` and `owned`, under the symbol `segment_create_slotted_wrapper`.
+crate::pg_function_info_v1!(pg_finfo_segment_create_wrapper);
+
+/// Only an older version's SQL names this symbol: it refuses with the version mismatch.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn segment_create_wrapper(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    let _ = crate::catalog::extension_namespace_and_oid();
+    crate::errors::raise(
+        crate::errors::Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "the eight-argument segment_create() of an older pg_idgen cannot run with library {}",
             crate::catalog::LIBRARY_VERSION
         ),
         Some("Run ALTER EXTENSION pg_idgen UPDATE in this database."),

@@ -31,8 +31,11 @@ extension_sql_file!(
     "../sql/segment.sql",
     name = "segment",
     requires = [
-        segment::admin::segment_create,
+        segment::admin::segment_create_slotted,
         segment::admin::segment_drop,
+        segment::slots::segment_slot_status,
+        segment::slots::segment_slot_release,
+        segment::slots::segment_slot_adopt,
         segment::admin::segment_set,
         segment::status::segment_status_shmem,
         segment::status::segment_persisted

@@ -35,7 +35,9 @@ impl Segment {
     /// The `k`-th value of the segment (`0 <= k < len`).
     #[inline]
     pub fn value(&self, k: i64) -> i64 {
-        if self.stride == self.unit {
+        // one chunk (a fixed step: every segment of a strided or slotted tag) or contiguous
+        // chunks: no division on the hot path
+        if self.chunks == 1 || self.stride == self.unit {
             self.first + k
         } else {
             self.first + (k / self.unit) * self.stride + k % self.unit
@@ -172,6 +174,31 @@ impl Buffers {
         how
     }
 
+    /// Installs a segment of one stride slot of a slotted tag: as [`Buffers::install`], except
+    /// that the segment need only lie above everything installed before *from the same slot*
+    /// (`slot_high`, the largest value of that slot installed so far, `i64::MIN` for none):
+    /// slots are disjoint, so values stay unique node-wide and increasing within each slot,
+    /// whatever order reservations of different slots arrive in.
+    pub fn install_in_slot(&mut self, seg: Segment, slot_high: &mut i64) -> Installed {
+        if seg.is_empty() || seg.first <= *slot_high {
+            return Installed::Discarded;
+        }
+        let how = if self.taken >= self.cur.len() && self.next.is_empty() {
+            self.cur = seg;
+            self.taken = 0;
+            Installed::Current
+        } else if self.next.is_empty() {
+            self.next = seg;
+            Installed::Next
+        } else {
+            return Installed::Discarded;
+        };
+        *slot_high = seg.last();
+        self.high = if self.primed { self.high.max(seg.last()) } else { seg.last() };
+        self.primed = true;
+        how
+    }
+
     /// Values left in the current segment.
     pub fn remaining(&self) -> i64 {
         (self.cur.len() - self.taken).max(0)
@@ -277,6 +304,24 @@ mod tests {
         assert_eq!(b.install(seg(91, 1, 10, 10)), Installed::Discarded);
         assert_eq!(b.install(seg(110, 1, 10, 10)), Installed::Discarded, "overlaps");
         assert_eq!(b.install(seg(111, 1, 10, 10)), Installed::Next);
+    }
+
+    #[test]
+    fn slotted_install_guards_each_slot_not_the_node() {
+        let mut b = Buffers::default();
+        let (mut h0, mut h1) = (i64::MIN, i64::MIN);
+        // 12 slots of unit 10 from 1: slot 1's chunk 1 (131..140) first, then slot 0's lower
+        // chunk 0 (1..10): both accepted
+        assert_eq!(b.install_in_slot(seg(131, 1, 10, 120), &mut h1), Installed::Current);
+        assert_eq!(b.install_in_slot(seg(1, 1, 10, 120), &mut h0), Installed::Next);
+        assert_eq!((h0, h1), (10, 140));
+        for _ in 0..20 {
+            assert!(matches!(b.take(), Take::Value { .. }));
+        }
+        // a late reservation of slot 1 below what slot 1 already installed: dropped
+        assert_eq!(b.install_in_slot(seg(11, 1, 10, 120), &mut h1), Installed::Discarded);
+        assert_eq!(b.install_in_slot(seg(251, 1, 10, 120), &mut h1), Installed::Current);
+        assert_eq!(b.high, 260);
     }
 
     #[test]

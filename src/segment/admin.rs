@@ -8,7 +8,7 @@ use super::claim::release;
 use super::config::{read_config, validate_tag};
 use super::errors::{missing_sequence, unknown_tag};
 use super::reserve::flush_wal_and_wait_for_sync_standbys;
-use super::table::{my_db, MAX_MULTIPLE, MAX_NODES, MAX_STEP};
+use super::table::{my_db, MAX_MULTIPLE, MAX_NODES, MAX_SLOTS, MAX_STEP};
 use crate::catalog::{extension_schema, qualified_relation_name, RunAs};
 use crate::errors::{raise, raise_full, required, Code};
 use crate::tables;
@@ -37,10 +37,12 @@ pub(super) fn bad(msg: impl Into<String>, hint: Option<&str>) -> ! {
     raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, hint)
 }
 
-/// Creates a segment tag backed by its own sequence (superuser only).
-#[pg_extern(volatile, parallel_unsafe)]
+/// Creates a segment tag backed by its own sequence (superuser only); with `slots`, a tag of
+/// `slots` stride slots of which this node owns `owned` (all by default), each slot backed by a
+/// sequence of its own (`slots.rs`).
+#[pg_extern(name = "segment_create", volatile, parallel_unsafe)]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn segment_create(
+pub(super) fn segment_create_slotted(
     tag: Option<&str>,
     step: default!(Option<i32>, 1000),
     start: default!(Option<i64>, 1),
@@ -49,6 +51,8 @@ pub(super) fn segment_create(
     min_step: default!(Option<i32>, "NULL"),
     max_step: default!(Option<i32>, "NULL"),
     target_interval: default!(Option<pgrx::datum::Interval>, "NULL"),
+    slots: default!(Option<i32>, "NULL"),
+    owned: default!(Option<Vec<Option<i32>>>, "NULL"),
 ) {
     // NULL is only meaningful for the adaptive-step arguments (no adaptive step).
     let tag = required(tag, "tag");
@@ -59,6 +63,9 @@ pub(super) fn segment_create(
     require_superuser("create a segment tag");
     check_writable("create a segment tag");
     validate_tag(tag);
+    let owned = slot_arguments(slots, owned.as_deref(), nodes, node_index);
+    let slotted = slots.is_some();
+    let (nodes, node_index) = if let Some(s) = slots { (s, 0) } else { (nodes, node_index) };
     if step <= 0 || step > MAX_STEP {
         bad(format!("step must be between 1 and {MAX_STEP}, got {step}"), None);
     }
@@ -139,11 +146,79 @@ pub(super) fn segment_create(
             Some("Use another tag, or segment_drop() it first (its values may then be handed out again)."),
         );
     }
-    // The sequence's name is generated, never derived from the tag: the first free
-    // pg_idgen_seg_<n> from the number of tags on (a few tries at most: n only collides with
-    // names of dropped tags' successors).
+    let seqname = create_backing_sequence(&schema, count + 1, stride, origin);
+    Spi::run_with_args(
+        &format!(
+            "INSERT INTO {schema}.pg_idgen_segments (tag, seq, step, unit, start, nodes, node_index, min_step, max_step, target_interval, slotted) \
+             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        ),
+        &[
+            tag.into(),
+            seqname.as_str().into(),
+            step.into(),
+            unit.into(),
+            start.into(),
+            nodes.into(),
+            node_index.into(),
+            min_step.filter(|_| adaptive).or(adaptive.then_some(unit)).into(),
+            max_step.filter(|_| adaptive).or(adaptive.then_some(maxs)).into(),
+            target_interval.into(),
+            slotted.into(),
+        ],
+    )
+    .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not record the segment tag: {e}"), None));
+    for slot in owned {
+        let origin = start + slot as i64 * unit as i64; // below start + stride: checked above
+        super::slots::add_slot(&schema, tag, slot, stride, origin, origin);
+    }
+    // A tag of the same name dropped earlier may still sit in shared memory; and if this
+    // transaction aborts, an entry claimed for the new tag meanwhile must go too.
+    let db = my_db();
+    release(db, tag);
+    let t = tag.to_string();
+    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, move || release(db, &t));
+}
+
+/// Checks `slots` and `owned` of segment_create: the slots this node owns (none for a plain tag).
+fn slot_arguments(slots: Option<i32>, owned: Option<&[Option<i32>]>, nodes: i32, node_index: i32) -> Vec<i32> {
+    let Some(s) = slots else {
+        if owned.is_some() {
+            bad("owned needs slots", Some("Pass slots => S (the number of stride slots) with owned."));
+        }
+        return Vec::new();
+    };
+    if !(1..=MAX_SLOTS as i32).contains(&s) {
+        bad(format!("slots must be between 1 and {MAX_SLOTS}, got {s}"), None);
+    }
+    if nodes != 1 || node_index != 0 {
+        bad(
+            "slots cannot be combined with nodes or node_index",
+            Some("With slots, each node owns a set of slots (owned => ARRAY[...]); nodes => N, node_index => k is the same layout as slots => N, owned => ARRAY[k]."),
+        );
+    }
+    let owned: Vec<i32> = match owned {
+        None => (0..s).collect(),
+        Some(list) => list
+            .iter()
+            .map(|o| o.unwrap_or_else(|| bad("owned must not contain NULL", None)))
+            .collect(),
+    };
+    for (i, &o) in owned.iter().enumerate() {
+        if !(0..s).contains(&o) {
+            bad(format!("owned slot {o} is outside 0 .. slots - 1 ({})", s - 1), None);
+        }
+        if owned[..i].contains(&o) {
+            bad(format!("owned slot {o} is given twice"), None);
+        }
+    }
+    owned
+}
+
+/// Creates a backing sequence `pg_idgen_seg_<n>` (the first free `n` from `from` on; the name is
+/// generated, never derived from the tag) going up by `stride` from `start`, at `next`.
+pub(super) fn create_backing_sequence(schema: &str, from: i64, stride: i64, start: i64) -> String {
     let mut seqname = None;
-    for n in count + 1..=count + 1000 {
+    for n in from..=from + 10_000 {
         let name = format!("{schema}.pg_idgen_seg_{n}");
         let taken: Option<bool> =
             Spi::get_one_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[name.as_str().into()])
@@ -161,36 +236,12 @@ pub(super) fn segment_create(
         )
     };
     let ddl = format!(
-        "CREATE SEQUENCE {seqname} AS bigint INCREMENT BY {stride} MINVALUE {origin} START WITH {origin} CACHE 1 NO CYCLE"
+        "CREATE SEQUENCE {seqname} AS bigint INCREMENT BY {stride} MINVALUE {start} START WITH {start} CACHE 1 NO CYCLE"
     );
     Spi::run(&ddl).unwrap_or_else(|e| {
         raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not create the backing sequence: {e}"), None)
     });
-    Spi::run_with_args(
-        &format!(
-            "INSERT INTO {schema}.pg_idgen_segments (tag, seq, step, unit, start, nodes, node_index, min_step, max_step, target_interval) \
-             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5, $6, $7, $8, $9, $10)"
-        ),
-        &[
-            tag.into(),
-            seqname.as_str().into(),
-            step.into(),
-            unit.into(),
-            start.into(),
-            nodes.into(),
-            node_index.into(),
-            min_step.filter(|_| adaptive).or(adaptive.then_some(unit)).into(),
-            max_step.filter(|_| adaptive).or(adaptive.then_some(maxs)).into(),
-            target_interval.into(),
-        ],
-    )
-    .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not record the segment tag: {e}"), None));
-    // A tag of the same name dropped earlier may still sit in shared memory; and if this
-    // transaction aborts, an entry claimed for the new tag meanwhile must go too.
-    let db = my_db();
-    release(db, tag);
-    let t = tag.to_string();
-    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, move || release(db, &t));
+    seqname
 }
 
 /// Drops a segment tag and its sequence (superuser only).
@@ -215,6 +266,23 @@ pub(super) fn segment_drop(tag: &str) {
     })
     .unwrap_or_else(|e| spi_failed("delete the tag", e));
     let Some(seq) = seq else { unknown_tag(tag) };
+    let slot_seqs: Vec<pg_sys::Oid> = Spi::connect_mut(|c| {
+        let t = c.update(
+            &format!(
+                "DELETE FROM {schema}.pg_idgen_segment_slots WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING seq::pg_catalog.oid"
+            ),
+            None,
+            &[tag.into()],
+        )?;
+        t.into_iter().map(|r| r.get::<pg_sys::Oid>(1).map(|o| o.unwrap_or(pg_sys::InvalidOid))).collect::<Result<Vec<_>, _>>()
+    })
+    .unwrap_or_else(|e| spi_failed("delete the tag's slots", e));
+    for s in slot_seqs {
+        if let Some(name) = qualified_relation_name(s) {
+            Spi::run(&format!("DROP SEQUENCE {name}"))
+                .unwrap_or_else(|e| spi_failed("drop a slot's sequence", e));
+        }
+    }
     // The name is built in Rust from the catalog, by OID.
     if let Some(name) = qualified_relation_name(seq) {
         Spi::run(&format!("DROP SEQUENCE {name}"))
@@ -250,6 +318,13 @@ pub(super) fn segment_set(tag: &str, next: i64) -> i64 {
     check_writable("set a segment tag");
     let _su = RunAs::superuser();
     let Some(cfg) = read_config(tag) else { unknown_tag(tag) };
+    if cfg.slotted {
+        raise(
+            Code::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("segment_set cannot move tag \"{tag}\": it has stride slots"),
+            Some("Each slot moves on its own: segment_slot_adopt(tag, slot, mark) continues a slot above mark."),
+        );
+    }
     let (seqoid, unit, stride, origin) = (cfg.seqoid, cfg.unit, cfg.stride, cfg.origin);
     // Block concurrent reservations (nextval takes RowExclusiveLock) until this transaction
     // ends, then read what has been reserved: nothing can be reserved between the read and

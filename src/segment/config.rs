@@ -30,6 +30,13 @@ pub(super) struct TagConfig {
     pub(super) min_m: i64,
     pub(super) max_m: i64,
     pub(super) target_ms: i64,
+    /// The tag's first value and its number of stride slots (`nodes`).
+    pub(super) start: i64,
+    pub(super) slots: i64,
+    /// The tag was created with `slots =>`: this node serves the slots it owns in
+    /// `pg_idgen_segment_slots`, each from its own sequence (`seqoid` is then only the tag's
+    /// identity); otherwise it serves slot `node_index` from `seqoid`.
+    pub(super) slotted: bool,
     /// The row was written by this transaction (not committed yet).
     pub(super) uncommitted: bool,
 }
@@ -87,6 +94,10 @@ fn config_of(tag: &str, row: &tables::Row) -> TagConfig {
     if min_step != unit || step % unit != 0 || max_step % unit != 0 {
         corrupt("step, min_step and max_step must be multiples of the unit (min_step)");
     }
+    let slotted = row.bool("slotted").unwrap_or(false);
+    if slotted && nodes > super::table::MAX_SLOTS as i64 {
+        corrupt(&format!("{nodes} slots, more than {}", super::table::MAX_SLOTS));
+    }
     let (mult, min_m, max_m) = (step / unit, min_step / unit, max_step / unit);
     if !(1 <= min_m && min_m <= mult && mult <= max_m && max_m <= MAX_MULTIPLE) {
         corrupt(&format!("step {step} outside [{min_step}, {max_step}] or more than {MAX_MULTIPLE} units"));
@@ -101,6 +112,9 @@ fn config_of(tag: &str, row: &tables::Row) -> TagConfig {
         min_m,
         max_m,
         target_ms: target_ms.max(0),
+        start,
+        slots: nodes,
+        slotted,
         uncommitted: row.written_by_this_transaction(),
     }
 }

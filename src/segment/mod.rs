@@ -27,6 +27,7 @@ mod config;
 mod errors;
 mod hot;
 pub(crate) mod reserve;
+mod slots;
 mod status;
 mod table;
 

@@ -120,7 +120,7 @@ pub(super) fn in_subtransaction<T>(
 /// value; otherwise the caller already holds a value and a failed reservation must not cost it
 /// that value (it is returned; the entry stops refilling ahead until a synchronous refill).
 pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
-    let (seqoid, unit, stride, mult, tag) = {
+    let (seqoid, unit, stride, mult, tag, slotted, slot_high) = {
         let _g = Held::entry(idx);
         let e = entry_ptr(idx);
         // SAFETY: mutable entry fields are read under the entry lock.
@@ -129,7 +129,8 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
                 return;
             }
             let tag = String::from_utf8_lossy(&(&(*e).tag)[..(*e).tag_len]).into_owned();
-            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult, tag)
+            let slot_high = if (*e).slotted { Some((*e).slot_high) } else { None };
+            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult, tag, (*e).slotted, slot_high)
         }
     };
     // SAFETY: a flag of the current transaction.
@@ -140,17 +141,28 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
     let reserved = in_subtransaction(move || {
         // Every reservation checks the entry against the catalog first: a tag dropped with the
         // extension, or whose sequence was dropped by hand, is not served any further.
-        if read_config(&tag).is_none_or(|cfg| cfg.seqoid != seqoid) {
+        let cfg = read_config(&tag).filter(|cfg| cfg.seqoid == seqoid && cfg.slotted == slotted);
+        let Some(cfg) = cfg else {
             release_claim(idx, gen);
             unknown_tag(&tag);
-        }
+        };
         if tables::sequence_state(seqoid).is_none() {
             missing_sequence(seqoid);
         }
-        reserve(seqoid, unit, stride, mult)
+        if slotted {
+            let (slot, seg, released) = super::slots::reserve_slotted(&tag, &cfg, mult, slot_high.as_ref());
+            (Some(slot), seg, released)
+        } else {
+            (None, reserve(seqoid, unit, stride, mult), false)
+        }
     });
-    let seg = match reserved {
-        Ok(seg) => seg,
+    let (slot, seg) = match reserved {
+        Ok((_, _, true)) => {
+            // the slot was released while this reserved: a gap; the caller tries again
+            finish_refill(idx, gen, |e| e.refilling = false);
+            return;
+        }
+        Ok((slot, seg, false)) => (slot, seg),
         Err(error) => {
             finish_refill(idx, gen, |e| {
                 e.refilling = false;
@@ -178,7 +190,18 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
             e.ahead_failed = true;
             return;
         };
-        match e.bufs.install(seg) {
+        let installed = match slot {
+            Some(s) if (0..e.slot_high.len() as i64).contains(&s) => {
+                let how = e.bufs.install_in_slot(seg, &mut e.slot_high[s as usize]);
+                if how != pg_idgen_core::segment::Installed::Discarded {
+                    e.slot_refills[s as usize] += 1;
+                }
+                how
+            }
+            Some(_) => pg_idgen_core::segment::Installed::Discarded,
+            None => e.bufs.install(seg),
+        };
+        match installed {
             pg_idgen_core::segment::Installed::Discarded => e.discarded += 1,
             _ => {
                 e.ahead_failed = false;
@@ -259,8 +282,15 @@ pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
                 }
             }
         }
-        let seg =
-            reserve(cfg.seqoid, cfg.unit, cfg.stride, cfg.mult).unwrap_or_else(|| overflow_oid(cfg.seqoid));
+        let seg = if cfg.slotted {
+            match super::slots::reserve_slotted(tag, cfg, cfg.mult, None) {
+                (_, _, true) => continue,
+                (_, seg, false) => seg,
+            }
+        } else {
+            reserve(cfg.seqoid, cfg.unit, cfg.stride, cfg.mult)
+        }
+        .unwrap_or_else(|| overflow_oid(cfg.seqoid));
         PRIVATE.with(|p| p.borrow_mut().get_mut(&key).map(|b| b.install(seg)));
     }
 }

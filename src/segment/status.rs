@@ -74,10 +74,50 @@ pub(super) fn segment_persisted(
         .into_iter()
         .map(|(tag, cfg)| {
             // A tag whose sequence was dropped by hand shows NULL rather than failing the view.
-            let hwm = tables::sequence_state(cfg.seqoid)
-                .and_then(|_| persisted_hwm(cfg.seqoid, cfg.unit, cfg.origin));
+            let hwm = if cfg.slotted {
+                // the largest mark of the slots this node has
+                super::slots::slot_rows(&tag)
+                    .iter()
+                    .filter_map(|r| super::slots::slot_mark(&cfg, r.slot, r.seqoid))
+                    .max()
+            } else {
+                tables::sequence_state(cfg.seqoid)
+                    .and_then(|_| persisted_hwm(cfg.seqoid, cfg.unit, cfg.origin))
+            };
             (tag, hwm)
         })
         .collect();
     TableIterator::new(rows)
+}
+
+/// Per (tag, slot) of this database's slotted tags in shared memory: reservations installed
+/// since the entry was claimed and the largest value installed.
+pub(super) fn slot_stats() -> std::collections::HashMap<(String, i64), (i64, Option<i64>)> {
+    let mut out = std::collections::HashMap::new();
+    // SAFETY: HEADER is set once at startup; each entry is copied under its own lock.
+    if unsafe { HEADER.is_null() } {
+        return out;
+    }
+    let db = my_db();
+    for i in 0..unsafe { (*HEADER).capacity } {
+        let snap = {
+            let _g = Held::entry(i);
+            let e = entry_ptr(i);
+            // SAFETY: the entry lock is held.
+            unsafe {
+                if !(*e).in_use || (*e).dbid != db || !(*e).slotted {
+                    continue;
+                }
+                std::ptr::read(e)
+            }
+        };
+        let tag = String::from_utf8_lossy(&snap.tag[..snap.tag_len]).into_owned();
+        for s in 0..(snap.slots.max(0) as usize).min(snap.slot_high.len()) {
+            let high = (snap.slot_high[s] != i64::MIN).then_some(snap.slot_high[s]);
+            if snap.slot_refills[s] > 0 || high.is_some() {
+                out.insert((tag.clone(), s as i64), (snap.slot_refills[s], high));
+            }
+        }
+    }
+    out
 }

@@ -35,6 +35,8 @@ pub const MAX_TAG_BYTES: usize = 63;
 pub const MAX_STEP: i32 = 100_000_000;
 /// Largest `nodes`.
 pub const MAX_NODES: i32 = 1024;
+/// Largest number of stride slots of a tag created with `slots =>`.
+pub const MAX_SLOTS: usize = 256;
 /// Largest `max_step / min_step`: a reservation calls nextval once per unit.
 pub const MAX_MULTIPLE: i64 = 1024;
 
@@ -54,6 +56,13 @@ pub(super) struct Entry {
     pub(super) max_m: i64,
     pub(super) target_ms: i64,
     pub(super) bufs: Buffers,
+    /// A slotted tag (`slots =>`): its first value and number of slots; per slot, the largest
+    /// value installed since the entry was claimed (`i64::MIN`: none) and the reservations.
+    pub(super) slotted: bool,
+    pub(super) start: i64,
+    pub(super) slots: i64,
+    pub(super) slot_high: [i64; MAX_SLOTS],
+    pub(super) slot_refills: [i64; MAX_SLOTS],
     /// A backend is reserving the next segment ahead of need (elected under the entry lock).
     pub(super) refilling: bool,
     /// The last reservation made ahead of need failed: serve what is left and reserve again

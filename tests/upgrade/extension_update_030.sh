@@ -68,5 +68,7 @@ check "snowflake_worker(): worker 9 from the table, confirmed, lease off" \
     "$(db "SELECT format('%s %s %s %s', worker_id, source, confirmed, lease) FROM snowflake_worker()")" == "9 table t off"
 check "the lease row kept" "$(db "$LEASE_ROW")" == "$old_lease"
 check_app_state_kept "$C"
+check "the strided tag (nodes => 2, node_index => 1) is slot 1 of 2 stride slots, owned" \
+    "$(db "SELECT format('%s %s %s', slot, slots, owned) FROM segment_slot_status WHERE tag = 'strided'")|$(db "SELECT owned_slots FROM segment_status WHERE tag = 'strided'")" == "1 2 t|{1}"
 check "the server never restarted" "$(q "$C" "SELECT pg_postmaster_start_time()")" == "$started"
 finish
