@@ -8,8 +8,9 @@
 #   running at the end are stopped (clusters you had running, e.g. demo, are left alone).
 #
 # Env:
-#   INTEGRATION_JOBS=N    scripts run at once (default 2). Each lane k (0..N-1) adds 100·k to
-#                         IT_PORT_OFFSET, so two scripts that use the same port numbers never meet.
+#   INTEGRATION_JOBS=N    scripts run at once (default 2). Each lane k (0..N-1) adds 200·k to
+#                         IT_PORT_OFFSET, so two scripts that use the same port numbers never meet
+#                         (the scripts' own ports lie in 28941-29140).
 #                         A script whose header has the line `# integration: alone` runs with no
 #                         other script beside it (it measures something a neighbour would disturb).
 #   INTEGRATION_SCOPE=all (default) every script; =cross-version only the scripts whose header
@@ -104,7 +105,7 @@ for t in "${scripts[@]}"; do
     echo "--- $t (started, lane $lane)"
     LANE_SCRIPT[$lane]=$t LANE_START[$lane]=$SECONDS
     rm -f "$OUT/$lane.rc"
-    { rc=0; IT_PORT_OFFSET=$((BASE_OFFSET + 100 * lane)) bash "$t" "$ROOT" >"$OUT/$lane.log" 2>&1 || rc=$?
+    { rc=0; IT_PORT_OFFSET=$((BASE_OFFSET + 200 * lane)) bash "$t" "$ROOT" >"$OUT/$lane.log" 2>&1 || rc=$?
       echo "$rc" > "$OUT/$lane.rc"; } &
     LANE_PID[$lane]=$!
     if [ $alone = 1 ]; then wait_any; fi

@@ -63,9 +63,9 @@ check_match "that statement's count was parallel" "$plan" 'Workers Launched: [1-
 check "PARALLEL RESTRICTED: snowflake_worker, snowflake_stats, segment_persisted, segment_status_shmem" \
     "$(q par "SELECT string_agg(proname || ':' || proparallel::text, ' ' ORDER BY proname) FROM pg_proc WHERE proname IN ('snowflake_worker', 'snowflake_stats', 'segment_persisted', 'segment_status_shmem')")" \
     == "segment_persisted:r segment_status_shmem:r snowflake_stats:r snowflake_worker:r"
-check "no PARALLEL SAFE function is VOLATILE but snowflake_lease (shared memory of the instance)" \
+check "no PARALLEL SAFE function is VOLATILE but those reading the instance's shared memory (pg_idgen_worker_slots, snowflake_lease)" \
     "$(q par "SELECT string_agg(p.proname, ' ' ORDER BY p.proname) FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e' JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_idgen' WHERE p.proparallel = 's' AND p.provolatile = 'v'")" \
-    == "snowflake_lease"
+    == "pg_idgen_worker_slots snowflake_lease"
 
 # a layout dropped and registered again: the leader and new workers see the new one
 q par "SELECT uid_layout_drop('mylayout')" \

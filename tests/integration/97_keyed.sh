@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 97_keyed: keyed sequences under load and through every kind of failure. No value of a key is
-# ever handed out twice or below one handed out before. Ports 29038-29039 (below 29041: the
-# parallel lanes add 100).
+# ever handed out twice or below one handed out before. Ports 29038-29039 (within 28941-29140: the
+# parallel lanes add 200).
 # First, values handed out in an open transaction (never committed, so no commit flushes the WAL)
 # survive kill -9 of its backend and an immediate stop: the bound raise's own flush did it.
 # Load: waves of 8 concurrent clients (one psql session each, COPY of keyed_next over
