@@ -77,6 +77,13 @@ wait_log "3: a check with warn_horizon = 0 ran" "$A" "$m" 'checked: .*warning ho
 check "3: warn_horizon = 0: no pg_idgen WARNING" "$(since "$A" "$m" | grep -cE 'WARNING: +pg_idgen' || true)" -eq 0
 
 # ---- 4. layout baidu under libfaketime
+# On Debian's PostgreSQL 15 libfaketime does not reach the monitor worker (its log lines carry the
+# real time while the postmaster's and the startup process's are faked), so the check at start
+# sees 2026 and this part cannot run there; it runs on every other major.
+if [ "$PG" = 15 ]; then
+    log "SKIP: 4. (libfaketime does not reach the monitor worker of Debian's PostgreSQL 15)"
+    finish
+fi
 offset_to() {  # libfaketime offset (seconds) from the real clock to the UTC time $1
     echo "$(( $(date -u -d "$1" +%s) - $(date -u +%s) ))s"
 }
