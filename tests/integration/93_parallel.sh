@@ -7,6 +7,7 @@
 # a parallel count in the same statement (segment_status, snowflake_worker, uid_layouts,
 # snowflake_stats, uid_mask), never XX000. Default planner settings: 1M rows are enough for the
 # planner to choose a parallel scan by itself.
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 

@@ -18,6 +18,7 @@
 #     again, and the promoted server's replayed reservation already covers the largest id
 #     handed out.
 # Pass/fail never depends on timing: waits poll for a state (bounded).
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
