@@ -178,7 +178,7 @@ pub(super) fn segment_slot_status() -> TableIterator<
 }
 
 fn slotted_config(tag: &str) -> TagConfig {
-    let Some(cfg) = super::config::read_config(tag) else { super::config::unknown_tag(tag) };
+    let Some(cfg) = super::config::read_config(tag) else { super::errors::unknown_tag(tag) };
     if !cfg.slotted {
         raise(
             Code::ERRCODE_FEATURE_NOT_SUPPORTED,
