@@ -73,7 +73,7 @@ CREATE  FUNCTION "segment_slot_status"() RETURNS TABLE (
 	"refills" bigint,
 	"last_installed" bigint
 )
-STRICT VOLATILE PARALLEL SAFE
+STRICT VOLATILE PARALLEL RESTRICTED
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'segment_slot_status_wrapper';
 

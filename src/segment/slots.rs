@@ -136,7 +136,7 @@ pub(super) fn add_slot(schema: &str, tag: &str, slot: i32, stride: i64, origin: 
 /// Per slot of this database's slotted and plain tags: the slots this node has (a plain tag's
 /// one slot is `node_index` of `nodes`), whether it serves them, their durable marks, and what
 /// this server reserved from each since it started.
-#[pg_extern(volatile, parallel_safe)]
+#[pg_extern(volatile, parallel_restricted)]
 #[allow(clippy::type_complexity)]
 pub(super) fn segment_slot_status() -> TableIterator<
     'static,
