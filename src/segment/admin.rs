@@ -180,7 +180,12 @@ pub(super) fn segment_create_slotted(
 }
 
 /// Checks `slots` and `owned` of segment_create: the slots this node owns (none for a plain tag).
-fn slot_arguments(slots: Option<i32>, owned: Option<&[Option<i32>]>, nodes: i32, node_index: i32) -> Vec<i32> {
+fn slot_arguments(
+    slots: Option<i32>,
+    owned: Option<&[Option<i32>]>,
+    nodes: i32,
+    node_index: i32,
+) -> Vec<i32> {
     let Some(s) = slots else {
         if owned.is_some() {
             bad("owned needs slots", Some("Pass slots => S (the number of stride slots) with owned."));
@@ -198,10 +203,9 @@ fn slot_arguments(slots: Option<i32>, owned: Option<&[Option<i32>]>, nodes: i32,
     }
     let owned: Vec<i32> = match owned {
         None => (0..s).collect(),
-        Some(list) => list
-            .iter()
-            .map(|o| o.unwrap_or_else(|| bad("owned must not contain NULL", None)))
-            .collect(),
+        Some(list) => {
+            list.iter().map(|o| o.unwrap_or_else(|| bad("owned must not contain NULL", None))).collect()
+        }
     };
     for (i, &o) in owned.iter().enumerate() {
         if !(0..s).contains(&o) {
@@ -251,32 +255,12 @@ pub(super) fn segment_drop(tag: &str) {
     check_writable("drop a segment tag");
     let schema = extension_schema();
     let _su = RunAs::superuser();
-    let seq: Option<pg_sys::Oid> = Spi::connect_mut(|c| {
-        let t = c.update(
-            &format!(
-                "DELETE FROM {schema}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING seq::pg_catalog.oid"
-            ),
-            None,
-            &[tag.into()],
-        )?;
-        if t.is_empty() {
-            return Ok(None);
-        }
-        t.first().get::<pg_sys::Oid>(1)
-    })
-    .unwrap_or_else(|e| spi_failed("delete the tag", e));
+    let seq = crate::catalog::delete_returning_seqs(&schema, "pg_idgen_segments", "tag", tag)
+        .map(|seqs| seqs.first().copied())
+        .unwrap_or_else(|e| spi_failed("delete the tag", e));
     let Some(seq) = seq else { unknown_tag(tag) };
-    let slot_seqs: Vec<pg_sys::Oid> = Spi::connect_mut(|c| {
-        let t = c.update(
-            &format!(
-                "DELETE FROM {schema}.pg_idgen_segment_slots WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING seq::pg_catalog.oid"
-            ),
-            None,
-            &[tag.into()],
-        )?;
-        t.into_iter().map(|r| r.get::<pg_sys::Oid>(1).map(|o| o.unwrap_or(pg_sys::InvalidOid))).collect::<Result<Vec<_>, _>>()
-    })
-    .unwrap_or_else(|e| spi_failed("delete the tag's slots", e));
+    let slot_seqs = crate::catalog::delete_returning_seqs(&schema, "pg_idgen_segment_slots", "tag", tag)
+        .unwrap_or_else(|e| spi_failed("delete the tag's slots", e));
     for s in slot_seqs {
         if let Some(name) = qualified_relation_name(s) {
             Spi::run(&format!("DROP SEQUENCE {name}"))
