@@ -42,6 +42,16 @@ LOAD_PID=
 [ "$PG" = 15 ] || { log "PostgreSQL 15 only (PG=$PG): nothing to do"; exit 0; }
 [ -x "$VENV/bin/patroni" ] || { ko "no Patroni venv at $VENV (make deps)"; finish; }
 
+# node_logs GROUP NODE: the end of its Patroni log (no traceback frames) and of its server's log
+# (the data directory's, or the one Patroni set aside after a failed bootstrap)
+node_logs() {
+    local d; d=$("$CLUSTER" rundir)/$1/$2
+    grep -Ev '^ +(File |\^|[a-z_.]+\()' "$d/patroni.log" 2>/dev/null | tail -15 | sed "s/^/    $2 patroni: /"
+    local l
+    for l in "$d"/data/log/postgresql.log "$d"/data.failed*/log/postgresql.log; do
+        [ -f "$l" ] && tail -10 "$l" | sed "s|^|    $2 $(basename "$(dirname "$(dirname "$l")")"): |"
+    done
+}
 ha_cleanup() {
     set +e   # every group is destroyed, whatever fails before
     [ -z "$LOAD_PID" ] || kill "$LOAD_PID" 2>/dev/null || true
@@ -49,7 +59,7 @@ ha_cleanup() {
     for g in ${GROUPS_STARTED[@]+"${GROUPS_STARTED[@]}"}; do
         if [ "${FAILED:-0}" -gt 0 ]; then
             echo "--- Patroni log of $g (last 15 lines per node) ---"
-            for n in 1 2 3; do tail -15 "$("$CLUSTER" rundir)/$g/node$n/patroni.log" 2>/dev/null | sed "s/^/    node$n: /"; done
+            for n in 1 2 3; do node_logs "$g" "node$n"; done
         fi
         "$HA" destroy --name "$g" >/dev/null 2>&1 || true
     done
@@ -100,14 +110,24 @@ lag_for() {
 }
 # the standbys' WAL receivers: stop them, let the leader run ahead, kill it and them (each standby's
 # postmaster restarts its processes and replays what reached its disk; Patroni then promotes one)
+# receivers GROUP OLD: the WAL receivers of the standbys of leader OLD into RECEIVERS; true when each
+# standby has one (a receiver restarts after a timeline switch or a reload of primary_conninfo)
+receivers() {
+    local n mp r
+    RECEIVERS=()
+    for n in node1 node2 node3; do
+        [ "$n" = "$2" ] && continue
+        mp=$("$HA" pid --name "$1" "$n" 2>/dev/null) || return 1
+        r=$(pgrep -P "$mp" -f 'walreceiver' || true)
+        [ -n "$r" ] || return 1
+        RECEIVERS+=($r)
+    done
+}
 lagging_kill() {   # lagging_kill GROUP
     local g=$1 old new t0 seen pids=() n mp
     old=$("$HA" leader --name "$g")
-    for n in node1 node2 node3; do
-        [ "$n" = "$old" ] && continue
-        mp=$("$HA" pid --name "$g" "$n" 2>/dev/null) || continue
-        pids+=($(pgrep -P "$mp" -f 'walreceiver' || true))
-    done
+    wait_until 60 "a WAL receiver on each standby of $old" receivers "$g" "$old" || true
+    pids=(${RECEIVERS[@]+"${RECEIVERS[@]}"})
     [ ${#pids[@]} -gt 0 ] || ko "no WAL receiver found on the standbys of $old"
     kill -STOP "${pids[@]}" 2>/dev/null || true
     MARK=$(progress 1)
@@ -189,6 +209,21 @@ run_faults() {   # run_faults GROUP PHASE MODE KILLS
     assert_phase "$g" "$phase" "$mode" $((kills + 1))
 }
 
+# start_group GROUP OPTIONS...: scripts/ha.sh start; a group whose bootstrap failed (Patroni's own
+# set-up, before any fault of the test) is shown, destroyed and started once more
+start_group() {
+    local g=$1 try; shift
+    for try in 1 2; do
+        "$HA" start --name "$g" "$@" -- "${PARAMS[@]}" >/dev/null 2>"$TMP/start.err" && return 0
+        log "scripts/ha.sh start $* failed (attempt $try):"
+        grep -Ev '^ +(File |\^|[a-z_.]+\()' "$TMP/start.err" | tail -15 | sed 's/^/    /'
+        node_logs "$g" node1
+        "$HA" destroy --name "$g" >/dev/null 2>&1 || true
+    done
+    ko "scripts/ha.sh start $*: the group did not start twice"
+    return 1
+}
+
 create_table() {
     "$HA" psql --name "$1" -c "SET client_min_messages = warning" \
         -c "SELECT segment_create('ha_ins'), segment_create('ha_sel')" \
@@ -201,8 +236,7 @@ if [[ " $PHASES " == *" sync "* || " $PHASES " == *" async "* ]]; then
     GROUPS_STARTED+=("$G"); "$HA" destroy --name "$G" >/dev/null 2>&1 || true
     first=sync; [[ " $PHASES " == *" sync "* ]] || first=async
     t=$SECONDS
-    "$HA" start --name "$G" --base-port "$BASE" --"$first" -- "${PARAMS[@]}" >/dev/null 2>"$TMP/start.err" \
-        || { cat "$TMP/start.err"; ko "scripts/ha.sh start"; finish; }
+    start_group "$G" --base-port "$BASE" --"$first" || finish
     ok "group $G: a leader and two streaming standbys ($((SECONDS - t)) s)"
     check "one worker id for the group" "$("$HA" psql --name "$G" -At -c "SELECT worker_id FROM snowflake_worker()")" == 1
     create_table "$G"
@@ -222,8 +256,7 @@ fi
 if [[ " $PHASES " == *" lease "* ]]; then
     G=halease; GROUPS_STARTED+=("$G"); "$HA" destroy --name "$G" >/dev/null 2>&1 || true
     t=$SECONDS
-    "$HA" start --name "$G" --base-port $((BASE + 24)) --async --lease --lease-ttl 6 -- "${PARAMS[@]}" >/dev/null 2>"$TMP/start.err" \
-        || { cat "$TMP/start.err"; ko "scripts/ha.sh start --lease"; finish; }
+    start_group "$G" --base-port $((BASE + 24)) --async --lease --lease-ttl 6 || finish
     ok "group $G: a leader and two streaming standbys ($((SECONDS - t)) s)"
     held() { [ "$("$HA" psql --name "$G" -At -c "SELECT state || ' ' || worker_id FROM snowflake_lease()")" = "held 1" ]; }
     wait_until 30 "the leader holding the lease of worker id 1" held && ok "lease phase: the leader holds worker id 1"
