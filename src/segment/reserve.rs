@@ -59,6 +59,13 @@ pub(crate) fn flush_wal_and_wait_for_sync_standbys_for(what: &str) {
 /// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with
 /// no LWLock held. Returns the segment, or None if the chunks would overflow bigint.
 pub(super) fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Segment> {
+    let starts = reserve_starts(seqoid, mult);
+    Segment::from_chunks(&starts, unit, stride)
+}
+
+/// Reserves `mult` chunks from the sequence and makes the reservation durable: the chunks'
+/// first values, in the order `nextval` returned them.
+pub(super) fn reserve_starts(seqoid: pg_sys::Oid, mult: i64) -> Vec<i64> {
     // SAFETY: a flag of the current transaction.
     if unsafe { pg_sys::XactReadOnly } {
         raise(
@@ -86,7 +93,7 @@ pub(super) fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) ->
     // Everything inserted so far: our nextval's record, or the earlier record (possibly another
     // backend's, still unflushed) that covers the values we got.
     flush_wal_and_wait_for_sync_standbys();
-    Segment::from_chunks(&starts, unit, stride)
+    starts
 }
 
 /// Runs `f` in an internal subtransaction, as a PL/pgSQL exception block does: an ERROR in `f`
