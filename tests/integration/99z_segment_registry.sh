@@ -15,6 +15,8 @@
 #     fails (55000).
 #  D. N3 is moved away and killed (kill -9) at once, while it serves: its slots move only after
 #     its lease expired (the registry's row changed after the lease's end), to N1 and N4.
+#  D2. a slot of N4 is set moving to N2, and N2 is killed: the move can be sent elsewhere (N1)
+#     only once N2's lease ended (55000 before), and N1 takes it.
 #  E. N1 restarted (fast stop, start): the same slot set, continuing above its ceilings.
 #     N4's database dumped, dropped and restored: the same slot set, values continue above.
 #  F. over the whole run: 0 duplicates across all nodes; every value lies in a slot its node
@@ -156,6 +158,19 @@ check "D: N3's slots were taken only after its lease ended (by the registry's cl
     == "$(reg "SELECT count(*) || '/' || count(*) FROM pg_idgen_segment_owners WHERE tag = 'o' AND slot IN ($S3)")"
 check "D: the 12 slots are served once by N1 and N4, six each" \
     "$(all_once 1 4)|$(nslots 1)|$(nslots 4)" == "0 1 2 3 4 5 6 7 8 9 10 11 |6|6"
+
+# ---- D2: the target of a move killed during the move: once its lease ended, the move goes
+# elsewhere ----
+s2=$(reg "SELECT min(slot) FROM pg_idgen_segment_owners WHERE tag = 'o' AND owner = ${W[4]}")
+check "D2: slot $s2 of N4 set moving to N2" "$(reg "SELECT segment_registry_move('o', $s2, ${W[2]})")" == moving
+"$CLUSTER" crash ${F}2 >/dev/null 2>&1
+expect_sql_error_db ${F}agg $DB 55000 "is already moving to worker id ${W[2]}" "SELECT segment_registry_move('o', $s2, ${W[1]})"
+retarget() { reg "SELECT segment_registry_move('o', $s2, ${W[1]})"; }
+left() { [ "$(reg "SELECT count(*) FROM pg_idgen_segment_owners WHERE tag = 'o' AND state <> 'held'")" = 0 ]; }
+wait_for "D2: the move goes to N1 once N2's lease ended" retarget
+wait_for "D2: N1 took slot $s2" left
+check "D2: N1 holds slot $s2" "$(reg "SELECT owner FROM pg_idgen_segment_owners WHERE tag = 'o' AND slot = $s2")" -eq "${W[1]}"
+snapshot
 
 # ---- E: restart; dump and restore ----
 before1=$(owned 1)
