@@ -13,8 +13,9 @@
 #  B. a stale mark is refused by the explicit hand-over (22023) on a tag without the registry.
 #  C. N2 leaves: `fleet.sh registry-drain-slots o 2` while load runs; N2's segment_next then
 #     fails (55000).
-#  D. N3 is moved away and killed (kill -9) at once, while it serves: its slots move only after
-#     its lease expired (the registry's row changed after the lease's end), to N1 and N4.
+#  D. N3 killed (kill -9) while it serves; `fleet.sh registry-drain-slots o 3`: its slots move
+#     only after its lease expired (the registry's rows changed after the lease's end), to N1
+#     and N4, while load runs there.
 #  D2. a slot of N4 is set moving to N2, and N2 is killed: the move can be sent elsewhere (N1)
 #     only once N2's lease ended (55000 before), and N1 takes it.
 #  E. N1 restarted (fast stop, start): the same slot set, continuing above its ceilings.
@@ -22,6 +23,8 @@
 #  F. over the whole run: 0 duplicates across all nodes; every value lies in a slot its node
 #     held at the time (by the registry's floors: the owner of chunk c of slot s is the one that
 #     took s at the highest floor <= c); values per slot increase on each node.
+#  G. the registry stopped: once N1's lease ran out, its segment_next fails (55000), although
+#     values of the tag were cached.
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/lease.bash"
@@ -216,4 +219,14 @@ check "F: after the restart (N1) and the restore (N4), every value is above ever
     "$(q ${F}agg "SELECT count(*) FROM (SELECT min(v) FILTER (WHERE round = 4) AS lo, max(v) FILTER (WHERE round < 4) AS hi
          FROM v GROUP BY ((v - 1) / 10) % 12) x WHERE lo <= hi")" -eq 0
 check "F: every slot was served" "$(q ${F}agg "SELECT count(DISTINCT ((v - 1) / 10) % 12) FROM v")" -eq 12
+
+# ---- G: a node that loses its lease stops serving its slots, cached values included ----
+nq 1 "SELECT segment_next('o')" >/dev/null
+cached=$(nq 1 "SELECT cursor IS NOT NULL FROM segment_status WHERE tag = 'o'")
+"$CLUSTER" stop ${F}agg immediate >/dev/null 2>&1
+lease_gone() { [ "$(nq 1 "SELECT valid_for_ms FROM snowflake_lease()")" = 0 ]; }
+wait_for "G: N1's lease ran out (the registry is down)" lease_gone
+check "G: N1 had values of the tag cached" "$cached" == t
+expect_sql_error_db ${F}1 $DB 55000 "does not hold the slots of segment tag \"o\" now" "SELECT segment_next('o')"
+check "G: N1 shows no slot served" "$(owned 1)" == "{}"
 finish
