@@ -19,7 +19,8 @@
 #  D2. a slot of N4 is set moving to N2, and N2 is killed: the move can be sent elsewhere (N1)
 #     only once N2's lease ended (55000 before), and N1 takes it.
 #  E. N1 restarted (fast stop, start): the same slot set, continuing above its ceilings.
-#     N4's database dumped, dropped and restored: the same slot set, values continue above.
+#     N4's database dumped, dropped and restored: the same slot set, values continue above; a
+#     second database of N4 with the same registry tag is refused (55000).
 #  F. over the whole run: 0 duplicates across all nodes; every value lies in a slot its node
 #     held at the time (by the registry's floors: the owner of chunk c of slot s is the one that
 #     took s at the highest floor <= c); values per slot increase on each node.
@@ -196,6 +197,11 @@ before4=$(owned 4)
 q ${F}4 "DROP DATABASE $DB WITH (FORCE)" "CREATE DATABASE $DB" >/dev/null
 "$PGBIN/pg_restore" -h "$SOCK" -p "$PORT" -U postgres -d "$DB" "$TMP/db.dump"
 check "E: the restored database serves N4's slot set" "$(owned 4)" == "$before4"
+q ${F}4 "CREATE DATABASE other" >/dev/null
+qdb ${F}4 other "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
+    "SELECT segment_create('o', 10, slots => 12, registry => true)" >/dev/null
+nq 4 "SELECT segment_next('o')" >/dev/null   # the restored database serves them (binds them)
+expect_sql_error_db ${F}4 other 55000 "served by another database of this node" "SELECT segment_next('o')"
 load 4 4
 wait_loads
 
