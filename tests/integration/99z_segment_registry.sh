@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 99z_segment_registry: stride slots owned through the lease registry (segment_create(...,
 # registry => true)), moved while load runs. A fleet of four nodes with leased worker ids
-# (scripts/fleet.sh start --lease, ttl 5 s), the aggregator is the registry; ports 29070-29074
+# (scripts/fleet.sh start --lease, ttl 6 s), the aggregator is the registry; ports 29070-29074
 # (+ IT_PORT_OFFSET). Tag 'o' with slots => 12 (unit 10) on every node; the registry assigns
 # N1, N2, N3 four slots each, N4 none. One load client per serving node (many short
 # transactions, each statement's values in order).
@@ -37,11 +37,11 @@ BASE=$(itport 29070)   # the fleet: 29070 (agg = registry), 29071-29074
 RUN_DIR=$("$CLUSTER" rundir)
 for c in ${F}agg ${F}1 ${F}2 ${F}3 ${F}4; do register_cluster "$c"; done
 trap 'rc=$?; set +e; rm -f "$RUN_DIR/$F.fleet"; (exit $rc); cleanup' EXIT
-"$FLEET" start --name "$F" --nodes 4 --base-port "$BASE" --lease --lease-ttl 5 --db "$DB" >"$TMP/fleet.out" 2>&1 \
+"$FLEET" start --name "$F" --nodes 4 --base-port "$BASE" --lease --lease-ttl 6 --db "$DB" >"$TMP/fleet.out" 2>&1 \
     || { cat "$TMP/fleet.out"; exit 1; }
 # the options fleet.sh gave node i (for a restart)
 node_opts() {
-    echo "-c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto -c pg_idgen.node_name=node$1 -c pg_idgen.lease_range=1-4 -c pg_idgen.lease_ttl=5 -c pg_idgen.lease_margin=1"
+    echo "-c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto -c pg_idgen.node_name=node$1 -c pg_idgen.lease_range=1-4 -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1"
 }
 nq() { local n=$1; shift; qdb "$F$n" "$DB" "$@"; }
 reg() { qdb "${F}agg" "$DB" "$@"; }
@@ -68,6 +68,8 @@ wait_for "0: N1 serves 0,3,6,9" owned_is 1 "{0,3,6,9}"
 wait_for "0: N2 serves 1,4,7,10" owned_is 2 "{1,4,7,10}"
 wait_for "0: N3 serves 2,5,8,11" owned_is 3 "{2,5,8,11}"
 check "0: N4 serves none" "$(owned 4)" == "{}"
+n4_read() { { nq 4 "SELECT segment_next('o')" 2>&1 || true; } | grep -q "holds no slot"; }
+wait_for "0: N4's lease worker read the registry (N4 holds no slot)" n4_read
 expect_sql_error_db ${F}4 $DB 55000 "holds no slot of segment tag \"o\" in the registry" "SELECT segment_next('o')"
 expect_sql_error_db ${F}1 $DB 0A000 "owned through the lease registry" "SELECT segment_slot_release('o', 0)"
 expect_sql_error_db ${F}4 $DB 0A000 "owned through the lease registry" "SELECT segment_slot_adopt('o', 0, 100000)"
