@@ -271,7 +271,23 @@ pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
         let key = (tag.to_string(), u32::from(cfg.seqoid));
         let taken = PRIVATE.with(|p| p.borrow_mut().get_mut(&key).map(Buffers::take));
         match taken {
-            Some(Take::Value { value, .. }) => return value,
+            Some(Take::Value { value, .. }) if !cfg.registry => return value,
+            Some(Take::Value { value, .. }) => {
+                // A registry-owned slot: only while this node serves it and the value lies within
+                // its chunks now (a move meanwhile: what is left here is a gap).
+                if !super::owners::serving() {
+                    super::leased::not_serving(tag);
+                }
+                let within = pg_idgen_core::slots::locate(cfg.start, cfg.unit, cfg.slots, value).is_some_and(
+                    |(slot, chunk)| {
+                        super::owners::get(tag, slot).is_some_and(|h| h.floor <= chunk && chunk < h.ceiling)
+                    },
+                );
+                if within {
+                    return value;
+                }
+                PRIVATE.with(|p| p.borrow_mut().insert(key.clone(), Buffers::default()));
+            }
             Some(Take::Empty) => {}
             None => {
                 let first = PRIVATE.with(|p| {

@@ -74,6 +74,15 @@ expect_sql_error_db ${F}4 $DB 55000 "holds no slot of segment tag \"o\" in the r
 expect_sql_error_db ${F}1 $DB 0A000 "owned through the lease registry" "SELECT segment_slot_release('o', 0)"
 expect_sql_error_db ${F}4 $DB 0A000 "owned through the lease registry" "SELECT segment_slot_adopt('o', 0, 100000)"
 
+# a registry tag created and used in one transaction (its slots assigned to N1 beforehand)
+reg "SELECT segment_registry_assign('o2', 4, ARRAY[${W[1]}])" >/dev/null
+o2_taken() { [ "$(reg "SELECT count(*) FROM pg_idgen_segment_owners WHERE tag = 'o2' AND owner_token IS NOT NULL AND ceiling > 0")" = 4 ]; }
+wait_for "0: N1 took the 4 slots of o2" o2_taken
+check "0: o2 created and used in one transaction: 40 distinct values in its 4 slots" \
+    "$(nq 1 "BEGIN" "SELECT segment_create('o2', 10, slots => 4, registry => true)" \
+        "SELECT count(DISTINCT v) || ' ' || count(DISTINCT ((v - 1) / 10) % 4) FROM (SELECT segment_next('o2') AS v FROM generate_series(1, 40)) x" \
+        "COMMIT" | sed -n 2p)" == "40 4"
+
 # ownership history from the registry: one line `slot node floor seq` per (slot, holder, floor)
 HO="$TMP/owners"; : >"$HO"; SEQ=0
 snapshot() {
