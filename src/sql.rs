@@ -41,7 +41,11 @@ extension_sql_file!(
         segment::status::segment_persisted
     ]
 );
-extension_sql_file!("../sql/segment_registry.sql", name = "segment_registry", requires = ["segment", "lease"]);
+extension_sql_file!(
+    "../sql/segment_registry.sql",
+    name = "segment_registry",
+    requires = ["segment", "lease"]
+);
 extension_sql_file!(
     "../sql/mask.sql",
     name = "mask",
