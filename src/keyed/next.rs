@@ -56,6 +56,12 @@ fn make_room(part: usize, set: usize) -> usize {
 
 /// Under partition `part`'s lock: (set, way) of the key's slot, loaded from its section's
 /// floor (or the space's) if it was not cached.
+///
+/// The invariant: every key that is not cached has handed out nothing above its section's
+/// floor, or, with its section not cached, above the space's floor. A section slot is therefore
+/// made room for *before* the space's floor is read into it: the eviction may move a key of that
+/// very section (cached while its section was not) into the space's floor, and a floor read
+/// earlier would give the new section slot less than that key handed out.
 fn key_slot(part: usize, res: &Resolved, key: i64, sec: i64) -> (usize, usize) {
     let nsets = sets();
     let kset = set_of(res.gen, key, false, nsets);
@@ -66,8 +72,8 @@ fn key_slot(part: usize, res: &Resolved, key: i64, sec: i64) -> (usize, usize) {
     let floor = match find(set_slots(part, sset), KIND_SECTION, res, sec) {
         Some(w) => set_slots(part, sset)[w].val,
         None => {
-            let floor = space(res.idx).floor.load(Ordering::Acquire);
             let w = make_room(part, sset);
+            let floor = space(res.idx).floor.load(Ordering::Acquire);
             set_slots(part, sset)[w] = Slot {
                 kind: KIND_SECTION,
                 space: res.idx as u32,
@@ -80,6 +86,8 @@ fn key_slot(part: usize, res: &Resolved, key: i64, sec: i64) -> (usize, usize) {
             floor
         }
     };
+    // The key's floor is read: evicting a key of its section now raises that section's floor,
+    // evicting the section itself the space's, and neither concerns this key's past values.
     let w = make_room(part, kset);
     set_slots(part, kset)[w] = Slot {
         kind: KIND_KEY,

@@ -35,6 +35,18 @@ q "$P" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
 OBS=$TMP/obs.tsv
 : >"$OBS"
 
+# ---- a key cached while its section was evicted, then evicted by its section's return: it
+# continues above its values. keyed_cache_size = 1000 gives each of the 128 lock partitions one
+# set of 8 entries, and all keys of a section share its partition: key 2 takes 1..5; keys 3..9
+# fill the set and push the section's floor out (the least recently used entry); key 10 brings
+# the section back, which pushes key 2 out, into the space's floor. The section's floor must be
+# read after that eviction, so key 2 continues from 5, not from where the section stood. ----
+q "$P" "SELECT keyed_create('evs', step => 1000, section_size => 1000000)" >/dev/null
+evs=$(q "$P" "SELECT max(keyed_next('evs', 2)) FROM generate_series(1, 5)" \
+    "SELECT count(keyed_next('evs', k)) FROM generate_series(3, 10) k" \
+    "SELECT keyed_next('evs', 2)" | xargs)
+check "a key evicted while its section comes back continues above its values (5, 8 keys, then 6)" "$evs" == "5 8 6"
+
 # client NODE WAVE C BATCHES ROWS COLD_BASE: one session, BATCHES COPY statements of ROWS calls,
 # every 8th call a random hot key (1..1000), the others cold keys never called before
 client() {
