@@ -71,6 +71,7 @@ fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
 declare -A SUMMARY VERSION LAYER_SECS
 FAILED=()
+FAILED_LOGS=()   # the logs of the failed layers, for the causes at the very end of the output
 LAYER_ORDER=()   # layer names in the order they first ran
 TIMES_TSV=$LOGS/times.tsv   # "major<TAB>layer<TAB>seconds", one line per layer run (read by .ci/run)
 : >"$TIMES_TSV"
@@ -91,6 +92,7 @@ run_layer() {
         echo "--- FAILED after $(fmt $LAST_SECS): last 60 lines of $LAST_LOG"
         tail -n 60 "$LAST_LOG" | sed 's/^/    /'
         FAILED+=("pg$major:$name")
+        FAILED_LOGS+=("$LAST_LOG")
         [ "$KEEP_GOING" = 1 ] || { summary; exit 1; }
     else
         echo "--- ok ($(fmt $LAST_SECS))"
@@ -176,7 +178,17 @@ summary() {
     [ -z "${SUMMARY[core]:-}" ] || echo "${SUMMARY[core]}"
     [ -z "${SUMMARY[rules]:-}" ] || echo "${SUMMARY[rules]}"
     times_table
-    if [ ${#FAILED[@]} -gt 0 ]; then echo "FAILED: ${FAILED[*]}"; else echo "all passed"; fi
+    if [ ${#FAILED[@]} -gt 0 ]; then
+        # the failed checks last, where a CI that keeps only the end of the output still shows them
+        local l
+        for l in "${FAILED_LOGS[@]}"; do
+            echo "--- failed checks in $l:"
+            grep -E 'FAIL|timeout after|not ok|panicked|error\[' "$l" | grep -v ': ok' | tail -n 12 | cut -c1-300 | sed 's/^/    /' || true
+        done
+        echo "FAILED: ${FAILED[*]}"
+    else
+        echo "all passed"
+    fi
 }
 
 # ---- docs: once (no build, no server)

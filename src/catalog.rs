@@ -319,6 +319,99 @@ pub unsafe fn trigger_data(fcinfo: pg_sys::FunctionCallInfo, function: &str) -> 
     }
 }
 
+/// The new row of a call of `function`, a row trigger AFTER INSERT OR UPDATE on one of the
+/// tables that name a backing sequence in their `seq` column (tags, slots, keyed spaces).
+pub struct BackingRow {
+    /// The table the trigger fired on, and its owner.
+    pub table: pg_sys::Oid,
+    pub table_owner: pg_sys::Oid,
+    /// The attribute number of its `seq` column.
+    pub seq_attnum: i16,
+    /// The row's sequence (None if NULL).
+    pub seq: Option<pg_sys::Oid>,
+    /// The row's value of `name_column` ("" if NULL, or if the table has no such column).
+    pub name: String,
+}
+
+/// The row a backing-sequence trigger fires for; 39P01 unless the trigger manager called
+/// `function` as a row trigger on INSERT or UPDATE of a table with a `seq` column.
+///
+/// # Safety
+/// `fcinfo` is the call frame PostgreSQL passed to `function`.
+pub unsafe fn backing_row(
+    fcinfo: pg_sys::FunctionCallInfo,
+    function: &str,
+    name_column: &CStr,
+) -> BackingRow {
+    // SAFETY: `trigger_data` checked that `context` is a TriggerData node; its row (the new one
+    // for an UPDATE) and its relation's descriptor are valid for the duration of the call.
+    unsafe {
+        let data = trigger_data(fcinfo, function);
+        let event = (*data).tg_event;
+        let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
+        if event & pg_sys::TRIGGER_EVENT_ROW == 0
+            || !(op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_UPDATE)
+        {
+            raise(
+                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                format!("{function}() must be a row trigger on INSERT or UPDATE"),
+                None,
+            );
+        }
+        let row = if op == pg_sys::TRIGGER_EVENT_UPDATE { (*data).tg_newtuple } else { (*data).tg_trigtuple };
+        let rel = (*data).tg_relation;
+        let table = (*rel).rd_id;
+        let seq_attnum = pg_sys::get_attnum(table, c"seq".as_ptr());
+        if seq_attnum <= 0 {
+            raise(
+                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                format!("{function}() fires on a table without a \"seq\" column"),
+                None,
+            );
+        }
+        let mut seq_null = false;
+        let seq = pg_sys::heap_getattr(row, seq_attnum as i32, (*rel).rd_att, &mut seq_null);
+        let name_attnum = pg_sys::get_attnum(table, name_column.as_ptr());
+        let mut name_null = true;
+        let name = if name_attnum > 0 {
+            pg_sys::heap_getattr(row, name_attnum as i32, (*rel).rd_att, &mut name_null)
+        } else {
+            pg_sys::Datum::from(0)
+        };
+        BackingRow {
+            table,
+            table_owner: (*(*rel).rd_rel).relowner,
+            seq_attnum,
+            seq: (!seq_null).then(|| pg_sys::Oid::from(seq.value() as u32)),
+            name: if name_null {
+                String::new()
+            } else {
+                pgrx::text_to_rust_str(name.cast_mut_ptr()).unwrap_or("?").to_owned()
+            },
+        }
+    }
+}
+
+/// Deletes the rows of the extension's table `table` whose `column` is `key` (SPI, as the
+/// current user), returning their `seq` column: the backing sequences to drop.
+pub fn delete_returning_seqs(
+    schema: &str,
+    table: &str,
+    column: &str,
+    key: &str,
+) -> Result<Vec<pg_sys::Oid>, pgrx::spi::Error> {
+    pgrx::spi::Spi::connect_mut(|c| {
+        let t = c.update(
+            &format!(
+                "DELETE FROM {schema}.{table} WHERE {column} OPERATOR(pg_catalog.=) $1 RETURNING seq::pg_catalog.oid"
+            ),
+            None,
+            &[key.into()],
+        )?;
+        t.into_iter().map(|r| r.get::<pg_sys::Oid>(1).map(|o| o.unwrap_or(pg_sys::InvalidOid))).collect()
+    })
+}
+
 crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_catalog_changed);
 
 /// Statement trigger on pg_idgen's catalog tables: every backend drops its cached copies at

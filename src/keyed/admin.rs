@@ -126,20 +126,9 @@ fn keyed_drop(space: Option<&str>) {
     require_superuser("drop a keyed space");
     let schema = extension_schema();
     let _su = RunAs::superuser();
-    let seq: Option<pg_sys::Oid> = Spi::connect_mut(|c| {
-        let t = c.update(
-            &format!(
-                "DELETE FROM {schema}.pg_idgen_keyed_spaces WHERE space OPERATOR(pg_catalog.=) $1 RETURNING seq::pg_catalog.oid"
-            ),
-            None,
-            &[space.into()],
-        )?;
-        if t.is_empty() {
-            return Ok(None);
-        }
-        t.first().get::<pg_sys::Oid>(1)
-    })
-    .unwrap_or_else(|e| spi_failed("delete the keyed space", e));
+    let seq = crate::catalog::delete_returning_seqs(&schema, "pg_idgen_keyed_spaces", "space", space)
+        .map(|seqs| seqs.first().copied())
+        .unwrap_or_else(|e| spi_failed("delete the keyed space", e));
     let Some(seq) = seq else { unknown_space(space) };
     if let Some(name) = qualified_relation_name(seq) {
         Spi::run(&format!("DROP SEQUENCE {name}"))
@@ -160,58 +149,16 @@ crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_keyed_link);
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn pg_idgen_keyed_link(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    // SAFETY: `fcinfo` is PostgreSQL's call frame; `context` is a TriggerData node exactly when
-    // the trigger manager calls the function; the row and the relation's descriptor are valid
-    // for the duration of the call.
-    unsafe {
-        let data = crate::catalog::trigger_data(fcinfo, "pg_idgen_keyed_link");
-        let event = (*data).tg_event;
-        let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
-        if event & pg_sys::TRIGGER_EVENT_ROW == 0
-            || !(op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_UPDATE)
-        {
-            raise(
-                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-                "pg_idgen_keyed_link() must be a row trigger on INSERT or UPDATE",
-                None,
-            );
-        }
-        let row = if op == pg_sys::TRIGGER_EVENT_UPDATE { (*data).tg_newtuple } else { (*data).tg_trigtuple };
-        let rel = (*data).tg_relation;
-        let table = (*rel).rd_id;
-        let attnum = pg_sys::get_attnum(table, c"seq".as_ptr());
-        let name_attnum = pg_sys::get_attnum(table, c"space".as_ptr());
-        if attnum <= 0 || name_attnum <= 0 {
-            raise(
-                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-                "pg_idgen_keyed_link() fires on a table without \"seq\" and \"space\" columns",
-                None,
-            );
-        }
-        let mut isnull = false;
-        let d = pg_sys::heap_getattr(row, attnum as i32, (*rel).rd_att, &mut isnull);
-        let mut name_null = true;
-        let t = pg_sys::heap_getattr(row, name_attnum as i32, (*rel).rd_att, &mut name_null);
-        let name = if name_null {
-            String::new()
-        } else {
-            pgrx::text_to_rust_str(t.cast_mut_ptr()).unwrap_or("?").to_owned()
-        };
-        if !isnull {
-            link_backing(
-                &KEYED,
-                table,
-                (*(*rel).rd_rel).relowner,
-                attnum,
-                pg_sys::Oid::from(d.value() as u32),
-                &name,
-            );
-        }
-        if !name.is_empty() {
-            let db = my_db();
-            release(db, &name);
-            pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &name));
-        }
-        pg_sys::Datum::from(0)
+    // SAFETY: `fcinfo` is PostgreSQL's call frame for this function.
+    let row = unsafe { crate::catalog::backing_row(fcinfo, "pg_idgen_keyed_link", c"space") };
+    if let Some(seq) = row.seq {
+        link_backing(&KEYED, row.table, row.table_owner, row.seq_attnum, seq, &row.name);
     }
+    if !row.name.is_empty() {
+        let db = my_db();
+        let name = row.name;
+        release(db, &name);
+        pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &name));
+    }
+    pg_sys::Datum::from(0)
 }

@@ -125,8 +125,7 @@ pub fn client_config(mode: SslMode, files: &TlsFiles) -> Result<Option<Arc<rustl
                 "sslmode verify-ca and verify-full need sslrootcert (the CA's certificate file)".into()
             )
         }
-        (_, Some(roots)) => Arc::new(ChainOnly { roots, provider: provider.clone() }),
-        (_, None) => Arc::new(Unchecked { provider: provider.clone() }),
+        (_, roots) => Arc::new(NameUnchecked { roots, provider: provider.clone() }),
     };
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -157,72 +156,18 @@ pub fn client_config(mode: SslMode, files: &TlsFiles) -> Result<Option<Arc<rustl
     Ok(Some(Arc::new(config)))
 }
 
-fn signature12(
-    p: &CryptoProvider,
-    message: &[u8],
-    cert: &CertificateDer<'_>,
-    dss: &DigitallySignedStruct,
-) -> Result<HandshakeSignatureValid, rustls::Error> {
-    verify_tls12_signature(message, cert, dss, &p.signature_verification_algorithms)
-}
-
-fn signature13(
-    p: &CryptoProvider,
-    message: &[u8],
-    cert: &CertificateDer<'_>,
-    dss: &DigitallySignedStruct,
-) -> Result<HandshakeSignatureValid, rustls::Error> {
-    verify_tls13_signature(message, cert, dss, &p.signature_verification_algorithms)
-}
-
-/// `prefer`/`require` without a root certificate: any certificate (libpq does the same); the
-/// handshake's signatures are still checked against the certificate's key.
+/// Every mode but `verify-full`: the name is never checked. With roots (`verify-ca`, and
+/// `prefer`/`require` with `sslrootcert`) the chain to a root of `sslrootcert`, validity dates and
+/// key usage — everything of `verify-full` but the name; without (`prefer`/`require` and no root
+/// certificate) any certificate, as libpq does. The handshake's signatures are always checked
+/// against the certificate's key.
 #[derive(Debug)]
-struct Unchecked {
+struct NameUnchecked {
+    roots: Option<Arc<RootCertStore>>,
     provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        signature12(&self.provider, m, c, d)
-    }
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        signature13(&self.provider, m, c, d)
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// `verify-ca` (and `prefer`/`require` with `sslrootcert`): the chain to a root of
-/// `sslrootcert`, validity dates and key usage — everything of `verify-full` but the name.
-#[derive(Debug)]
-struct ChainOnly {
-    roots: Arc<RootCertStore>,
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for NameUnchecked {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -231,14 +176,16 @@ impl ServerCertVerifier for ChainOnly {
         _ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let cert = ParsedCertificate::try_from(end_entity)?;
-        verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            &self.roots,
-            intermediates,
-            now,
-            self.provider.signature_verification_algorithms.all,
-        )?;
+        if let Some(roots) = &self.roots {
+            let cert = ParsedCertificate::try_from(end_entity)?;
+            verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.provider.signature_verification_algorithms.all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
     fn verify_tls12_signature(
@@ -247,7 +194,7 @@ impl ServerCertVerifier for ChainOnly {
         c: &CertificateDer<'_>,
         d: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        signature12(&self.provider, m, c, d)
+        verify_tls12_signature(m, c, d, &self.provider.signature_verification_algorithms)
     }
     fn verify_tls13_signature(
         &self,
@@ -255,7 +202,7 @@ impl ServerCertVerifier for ChainOnly {
         c: &CertificateDer<'_>,
         d: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        signature13(&self.provider, m, c, d)
+        verify_tls13_signature(m, c, d, &self.provider.signature_verification_algorithms)
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.provider.signature_verification_algorithms.supported_schemes()

@@ -303,32 +303,12 @@ pub(super) fn segment_drop(tag: &str) {
     check_writable("drop a segment tag");
     let schema = extension_schema();
     let _su = RunAs::superuser();
-    let seq: Option<pg_sys::Oid> = Spi::connect_mut(|c| {
-        let t = c.update(
-            &format!(
-                "DELETE FROM {schema}.pg_idgen_segments WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING seq::pg_catalog.oid"
-            ),
-            None,
-            &[tag.into()],
-        )?;
-        if t.is_empty() {
-            return Ok(None);
-        }
-        t.first().get::<pg_sys::Oid>(1)
-    })
-    .unwrap_or_else(|e| spi_failed("delete the tag", e));
+    let seq = crate::catalog::delete_returning_seqs(&schema, "pg_idgen_segments", "tag", tag)
+        .map(|seqs| seqs.first().copied())
+        .unwrap_or_else(|e| spi_failed("delete the tag", e));
     let Some(seq) = seq else { unknown_tag(tag) };
-    let slot_seqs: Vec<pg_sys::Oid> = Spi::connect_mut(|c| {
-        let t = c.update(
-            &format!(
-                "DELETE FROM {schema}.pg_idgen_segment_slots WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING seq::pg_catalog.oid"
-            ),
-            None,
-            &[tag.into()],
-        )?;
-        t.into_iter().map(|r| r.get::<pg_sys::Oid>(1).map(|o| o.unwrap_or(pg_sys::InvalidOid))).collect::<Result<Vec<_>, _>>()
-    })
-    .unwrap_or_else(|e| spi_failed("delete the tag's slots", e));
+    let slot_seqs = crate::catalog::delete_returning_seqs(&schema, "pg_idgen_segment_slots", "tag", tag)
+        .unwrap_or_else(|e| spi_failed("delete the tag's slots", e));
     for s in slot_seqs {
         if let Some(name) = qualified_relation_name(s) {
             Spi::run(&format!("DROP SEQUENCE {name}"))

@@ -33,64 +33,25 @@ crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_segment_link);
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn pg_idgen_segment_link(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    // SAFETY: `fcinfo` is PostgreSQL's call frame; `context` is a TriggerData node exactly when
-    // the trigger manager calls the function; the row (the new one for an UPDATE) and the
-    // relation's descriptor are valid for the duration of the call.
-    unsafe {
-        let data = crate::catalog::trigger_data(fcinfo, "pg_idgen_segment_link");
-        let event = (*data).tg_event;
-        let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
-        if event & pg_sys::TRIGGER_EVENT_ROW == 0
-            || !(op == pg_sys::TRIGGER_EVENT_INSERT || op == pg_sys::TRIGGER_EVENT_UPDATE)
-        {
-            raise(
-                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-                "pg_idgen_segment_link() must be a row trigger on INSERT or UPDATE",
-                None,
-            );
-        }
-        let row = if op == pg_sys::TRIGGER_EVENT_UPDATE { (*data).tg_newtuple } else { (*data).tg_trigtuple };
-        let rel = (*data).tg_relation;
-        let table = (*rel).rd_id;
-        let attnum = pg_sys::get_attnum(table, c"seq".as_ptr());
-        if attnum <= 0 {
-            raise(
-                Code::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-                "pg_idgen_segment_link() fires on a table without a \"seq\" column",
-                None,
-            );
-        }
-        let mut isnull = false;
-        let d = pg_sys::heap_getattr(row, attnum as i32, (*rel).rd_att, &mut isnull);
-        let tag_attnum = pg_sys::get_attnum(table, c"tag".as_ptr());
-        let mut tag_null = true;
-        let t = if tag_attnum > 0 {
-            pg_sys::heap_getattr(row, tag_attnum as i32, (*rel).rd_att, &mut tag_null)
-        } else {
-            pg_sys::Datum::from(0)
-        };
-        let tag = if tag_null {
-            String::new()
-        } else {
-            pgrx::text_to_rust_str(t.cast_mut_ptr()).unwrap_or("?").to_owned()
-        };
-        if !isnull {
-            link(table, (*(*rel).rd_rel).relowner, attnum, pg_sys::Oid::from(d.value() as u32), &tag);
-        }
-        // A tag (re)appears: an entry of a tag of the same name that no longer exists may still
-        // sit in shared memory (after DROP EXTENSION, or pg_restore --clean, which run no
-        // segment_drop) — its values came from the dropped sequence and must not be served for
-        // this one. Released now, and again at commit (a backend may find the stale entry
-        // before this row is visible to it). segment_create's own insert lands here too.
-        if !tag.is_empty() {
-            let db = super::table::my_db();
-            super::claim::release(db, &tag);
-            pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || {
-                super::claim::release(db, &tag)
-            });
-        }
-        pg_sys::Datum::from(0)
+    // SAFETY: `fcinfo` is PostgreSQL's call frame for this function.
+    let row = unsafe { crate::catalog::backing_row(fcinfo, "pg_idgen_segment_link", c"tag") };
+    if let Some(seq) = row.seq {
+        link(row.table, row.table_owner, row.seq_attnum, seq, &row.name);
     }
+    // A tag (re)appears: an entry of a tag of the same name that no longer exists may still
+    // sit in shared memory (after DROP EXTENSION, or pg_restore --clean, which run no
+    // segment_drop) — its values came from the dropped sequence and must not be served for
+    // this one. Released now, and again at commit (a backend may find the stale entry
+    // before this row is visible to it). segment_create's own insert lands here too.
+    if !row.name.is_empty() {
+        let db = super::table::my_db();
+        let tag = row.name;
+        super::claim::release(db, &tag);
+        pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || {
+            super::claim::release(db, &tag)
+        });
+    }
+    pg_sys::Datum::from(0)
 }
 
 /// Makes `seq` owned by column `attnum` of `table` (whose owner is `table_owner`), giving it
