@@ -140,12 +140,20 @@ fn resolve_slow(name: &str) -> Resolved {
         read_config(name)
     };
     let Some(cfg) = cfg else { unknown_space(name) };
+    // The lock that serialises raises of the bound (see `raise_bound`), held from reading the
+    // persisted floor to claiming with it: a raise in between, by a backend of an entry that is
+    // then released or re-initialised, would leave the floor below values it handed out.
+    let mode = pg_sys::ShareUpdateExclusiveLock as i32;
+    // SAFETY: a heavyweight lock by OID, released below or by abort.
+    unsafe { pg_sys::LockRelationOid(cfg.seqoid, mode) };
     let Some(floor) = persisted_floor(cfg.seqoid, cfg.step) else { missing_sequence(name) };
     let db = my_db();
     let claimed = {
         let _g = Held::spaces();
         claim(db, name, &cfg, floor)
     };
+    // SAFETY: the lock taken above.
+    unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, mode) };
     claimed.unwrap_or_else(|| {
         raise(
             Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
@@ -189,6 +197,9 @@ fn claim(db: pg_sys::Oid, name: &str, cfg: &Config, floor: i64) -> Option<Resolv
         (*h).next_gen += 1;
         let gen = (*h).next_gen;
         let s = space_mut(i);
+        // The generation first: a backend of the old one that reads the new floor or bound
+        // (released after this) then sees its generation changed (`next_n` checks it again).
+        (*s).gen.store(gen, Ordering::Release);
         (*s).in_use = true;
         (*s).dbid = db;
         (*s).name_len = bytes.len();
@@ -199,7 +210,6 @@ fn claim(db: pg_sys::Oid, name: &str, cfg: &Config, floor: i64) -> Option<Resolv
         (*s).bound.store(floor, Ordering::Release);
         (*s).floor.store(floor, Ordering::Release);
         (*s).raises.store(0, Ordering::Relaxed);
-        (*s).gen.store(gen, Ordering::Release);
         Some(Resolved { idx: i, gen, seqoid: cfg.seqoid, step: cfg.step, section_size: cfg.section_size })
     }
 }
