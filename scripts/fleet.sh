@@ -35,6 +35,17 @@
 #   scripts/fleet.sh drain-slots [--name PREFIX] TAG FROM   # moves every slot of FROM to the other
 #       nodes that own slots of TAG (a node with none has left, or gets slots by move-slots), each
 #       to the one that owns the fewest (ties: the lowest node number)
+#   scripts/fleet.sh registry-move-slots  [--name PREFIX] TAG K TO   # a fleet started with --lease
+#       and a tag created with registry => true (docs/segment-slots.md): one registry operation,
+#       segment_registry_rebalance on the aggregator (the registry), moves K slots of TAG to node
+#       TO's worker id from the worker ids that have the most; then waits (at most 90 s) until
+#       TO took them (each only after its owner stopped serving it, or its lease expired) and
+#       prints `slot S: node A -> node B at chunk F` per slot (F: the chunk of the slot B
+#       continues at, the old owner's ceiling)
+#   scripts/fleet.sh registry-drain-slots [--name PREFIX] TAG FROM   # the same with
+#       segment_registry_drain: every slot of node FROM to the other nodes with a live lease
+#       that hold slots, each to the one that has the fewest (FROM may be down: its slots move
+#       once its lease expired)
 #
 # Examples:
 #   scripts/fleet.sh start --nodes 3 --base-port 28870
@@ -247,6 +258,50 @@ cmd_drain_slots() {
     done
 }
 
+# registry-owned slots: the aggregator's DB is the registry; node i leases as node name nodei
+agg_q() { PGDATABASE=$DB "$CLUSTER" psql "$(lookup agg 2)" -At -c "$1"; }
+worker_of() {
+    local w
+    w=$(agg_q "SELECT worker_id FROM pg_idgen_leases WHERE node_name = 'node$1' ORDER BY since DESC LIMIT 1")
+    is_int "$w" || die "node $1 has no worker id lease in the registry"
+    echo "$w"
+}
+node_of() { agg_q "SELECT coalesce(substr(max(node_name), 5), '?') FROM pg_idgen_leases WHERE worker_id = $1"; }
+# registry_wait TAG MOVES: MOVES lines `slot from to` (worker ids); waits until each slot is held
+# by its target, then prints one line per slot
+registry_wait() {
+    local tag=$1 moves=$2 i left slot from to floor
+    for i in $(seq 1 450); do
+        left=$(agg_q "SELECT count(*) FROM pg_idgen_segment_owners WHERE tag = '$tag' AND state <> 'held'")
+        [ "$left" = 0 ] && break
+        sleep 0.2
+    done
+    [ "$left" = 0 ] || die "$left slots of $tag still moving after 90 s (see pg_idgen_segment_owners on the aggregator)"
+    while read -r slot from to; do
+        [ -n "$slot" ] || continue
+        floor=$(agg_q "SELECT floor FROM pg_idgen_segment_owners WHERE tag = '$tag' AND slot = $slot AND owner = $to")
+        is_int "$floor" || die "slot $slot of $tag was not taken by worker id $to"
+        echo "slot $slot: node $(node_of "$from") -> node $(node_of "$to") at chunk $floor"
+    done <<<"$moves"
+}
+cmd_registry_move_slots() {
+    local tag=$1 k=$2 to w moves
+    [[ $tag =~ ^[A-Za-z0-9_]{1,63}$ ]] || die "tag must be letters, digits and _"
+    is_int "$k" && [ "$k" -ge 0 ] || die "K must be a number"
+    w=$(worker_of "$3")
+    moves=$(agg_q "SELECT slot || ' ' || from_worker || ' ' || $w FROM segment_registry_rebalance('$tag', $w, $k)") \
+        || die "segment_registry_rebalance failed"
+    registry_wait "$tag" "$moves"
+}
+cmd_registry_drain_slots() {
+    local tag=$1 w moves
+    [[ $tag =~ ^[A-Za-z0-9_]{1,63}$ ]] || die "tag must be letters, digits and _"
+    w=$(worker_of "$2")
+    moves=$(agg_q "SELECT slot || ' ' || $w || ' ' || to_worker FROM segment_registry_drain('$tag', $w)") \
+        || die "segment_registry_drain failed"
+    registry_wait "$tag" "$moves"
+}
+
 cmd=${1:-}; [ $# -gt 0 ] && shift
 parse "$@"
 set -- ${ARGS[@]+"${ARGS[@]}"}
@@ -264,5 +319,7 @@ case $cmd in
     names)    need_fleet; awk '{ print $2 }' "$(FLEET_FILE)" ;;
     move-slots)  [ $# -eq 3 ] || usage; cmd_move_slots "$@" ;;
     drain-slots) [ $# -eq 2 ] || usage; cmd_drain_slots "$@" ;;
+    registry-move-slots)  [ $# -eq 3 ] || usage; cmd_registry_move_slots "$@" ;;
+    registry-drain-slots) [ $# -eq 2 ] || usage; cmd_registry_drain_slots "$@" ;;
     *)        usage ;;
 esac

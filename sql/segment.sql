@@ -18,6 +18,7 @@ CREATE TABLE pg_idgen_segments (
     target_interval interval,
     created         timestamptz NOT NULL DEFAULT now(),
     slotted         bool NOT NULL DEFAULT false,
+    registry        bool NOT NULL DEFAULT false,
     CHECK (node_index >= 0 AND node_index < nodes),
     CHECK (step <= 100000000 AND step % unit = 0),
     CHECK ((min_step IS NULL AND max_step IS NULL AND target_interval IS NULL AND unit = step)
@@ -78,7 +79,7 @@ LEFT JOIN (SELECT x.tag, pg_catalog.array_agg(x.slot ORDER BY x.slot) AS owned_s
 COMMENT ON VIEW segment_status IS 'one row per segment tag of this database: step, persisted high-water mark, cached cursor/end, next buffer, statistics since server start';
 GRANT SELECT ON segment_status TO PUBLIC;
 
-REVOKE ALL ON FUNCTION segment_create(text, int, bigint, int, int, int, int, interval, int, int[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION segment_create(text, int, bigint, int, int, int, int, interval, int, int[], bool) FROM PUBLIC;
 REVOKE ALL ON FUNCTION segment_slot_release(text, int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION segment_slot_adopt(text, int, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION segment_drop(text) FROM PUBLIC;

@@ -55,7 +55,7 @@ pub unsafe extern "C-unwind" fn snowflake_worker_wrapper(_fcinfo: pg_sys::Functi
 }
 
 // 0.1.0 to 0.3.0: `segment_create` had eight arguments (symbol `segment_create_wrapper`); 0.4.0's
-// has two more, `slots` and `owned`, under the symbol `segment_create_slotted_wrapper`.
+// has three more, `slots`, `owned` and `registry`, under the symbol `segment_create_slotted_wrapper`.
 crate::fmgr::pg_function_info_v1!(pg_finfo_segment_create_wrapper);
 
 /// Only an older version's SQL names this symbol: it refuses with the version mismatch.

@@ -44,6 +44,7 @@ unsafe extern "C-unwind" fn shmem_request() {
         crate::segment::request_shmem();
         crate::keyed::request_shmem();
         crate::lease::shmem::request_shmem();
+        crate::segment::owners::request_shmem();
     }
 }
 
@@ -61,6 +62,7 @@ unsafe extern "C-unwind" fn shmem_startup() {
         crate::segment::attach_shmem();
         crate::keyed::attach_shmem();
         crate::lease::shmem::attach_shmem();
+        crate::segment::owners::attach_shmem();
         pg_sys::LWLockRelease(init_lock);
         if created {
             // Freshly created (server start, or after a crash): fill it from disk, and write the

@@ -42,6 +42,11 @@ extension_sql_file!(
     ]
 );
 extension_sql_file!(
+    "../sql/segment_registry.sql",
+    name = "segment_registry",
+    requires = ["segment", "lease"]
+);
+extension_sql_file!(
     "../sql/mask.sql",
     name = "mask",
     requires = [

@@ -20,6 +20,7 @@ pub use generator::{
 pub use layout::{FieldOrder, IdError, Layout, LayoutError, Parts, NAMED_LAYOUTS};
 pub mod keyed;
 pub mod segment;
+pub mod slot_registry;
 pub mod slots;
 pub mod state_file;
 

@@ -5,7 +5,8 @@
 //! * [`registry`] — its client of the registry database (claim/renew in one statement);
 //! * [`conninfo`] — `pg_idgen.registry` checked and made per-host settings, the password file;
 //! * [`tls`] — TLS to the registry (rustls), libpq's `sslmode` checks;
-//! * [`shmem`] — the shared word the hot path checks, and the worker's state for messages.
+//! * [`shmem`] — the shared word the hot path checks, and the worker's state for messages;
+//! * [`slots`] — the segment slots this node holds through the registry (`registry => true`).
 //!
 //! This module is what backends call: [`generation_worker`] on the hot path (one atomic load and
 //! a `CLOCK_BOOTTIME` read, nothing about the registry), and `snowflake_lease()`.
@@ -17,6 +18,7 @@
 pub mod conninfo;
 pub mod registry;
 pub mod shmem;
+pub mod slots;
 pub mod tls;
 pub mod worker;
 

@@ -73,7 +73,7 @@ pub struct Registry {
     rt: Runtime,
     client: Option<Client>,
     /// The extension's schema in the registry, quoted.
-    schema: String,
+    pub(super) schema: String,
     /// The registry's identity: its cluster's system identifier and the database's oid (the
     /// same on a physical replica; another registry, or one restored from a dump, differs).
     identity: (u64, u64),
@@ -158,7 +158,7 @@ impl Registry {
     }
 
     /// Runs `fut` on the worker's thread, at most `self.timeout`.
-    fn run<T>(
+    pub(super) fn run<T>(
         &self,
         what: &str,
         fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
@@ -171,7 +171,7 @@ impl Registry {
         }
     }
 
-    fn connect(&mut self) -> Result<(), RegError> {
+    pub(super) fn connect(&mut self) -> Result<(), RegError> {
         if self.client.as_ref().is_some_and(|c| !c.is_closed()) {
             return Ok(());
         }
@@ -252,7 +252,7 @@ impl Registry {
         Ok(self.identity)
     }
 
-    fn client(&self) -> &Client {
+    pub(super) fn client(&self) -> &Client {
         self.client.as_ref().expect("connected")
     }
 

@@ -123,6 +123,8 @@ struct Worker {
     warned_self: bool,
     /// The worker id of the last grant, to which `inherited_ms` belongs.
     granted_id: Option<i64>,
+    /// The last error of the registry slots' round (logged once until it changes).
+    slot_error: Option<String>,
 }
 
 impl Worker {
@@ -172,6 +174,27 @@ impl Worker {
                 Some((token, renewed))
             }
             _ => None,
+        }
+    }
+
+    /// The registry's segment slots of this node (`lease::slots`): after a lease round, or when
+    /// a backend asked for a ceiling. Without a valid lease, the node stops serving them.
+    fn slot_round(&mut self) {
+        let (id, until) = shmem::unpack(self.sh.word.load(Ordering::Acquire));
+        match id {
+            Some(id) if self.held && until > boottime_ms() as u64 => {
+                match super::slots::round(&mut self.reg, &self.me, id, until) {
+                    Ok(()) => self.slot_error = None,
+                    Err(e) => {
+                        self.sh.failures.fetch_add(1, Ordering::Relaxed);
+                        if self.slot_error.as_deref() != Some(e.as_str()) {
+                            pgrx::warning!("pg_idgen lease: registry slots: {e}");
+                            self.slot_error = Some(e);
+                        }
+                    }
+                }
+            }
+            _ => crate::segment::owners::invalidate(),
         }
     }
 
@@ -405,6 +428,7 @@ fn wait(ms: i64) -> Wake {
 // proc_exit is `-> !` in the bindings of 15-17, `-> ()` in 18's (pg_noreturn moved).
 #[allow(unreachable_code)]
 fn postmaster_died(sh: &shmem::LeaseShared) -> ! {
+    crate::segment::owners::invalidate();
     sh.invalidate();
     // SAFETY: ends this process, as PostgreSQL's processes do when the postmaster is gone.
     unsafe { pg_sys::proc_exit(1) };
@@ -434,6 +458,7 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
         seen: None,
         warned_self: false,
         granted_id: None,
+        slot_error: None,
     };
     // A worker restarted after an error (or pg_terminate_backend) continues the lease of its
     // predecessor: same token, so its first round is a renewal.
@@ -441,6 +466,8 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
         w.id = Some(id);
         w.held = sh.state() == State::Held;
     }
+    // SAFETY: MyLatch is this process's latch, in its PGPROC (shared memory).
+    crate::segment::owners::set_worker_latch(unsafe { pg_sys::MyLatch });
     let mut next_round = 0i64;
     let mut was_standby = false;
     loop {
@@ -454,6 +481,7 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
         // SAFETY: reads shared recovery state; valid in any process attached to shared memory.
         if unsafe { pg_sys::RecoveryInProgress() } {
             if !was_standby {
+                crate::segment::owners::invalidate();
                 sh.publish(None, 0);
                 w.set(State::Standby, "a standby holds no lease; it claims one when promoted".into());
                 was_standby = true;
@@ -465,10 +493,15 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
             }
         }
         let now = boottime_ms();
+        let mut slots_due = crate::segment::owners::take_demand();
         if now >= next_round {
             let ok = w.round(&st);
             let after = boottime_ms();
             next_round = if ok { now + st.renew_every_ms() } else { after + st.renew_every_ms().min(1000) };
+            slots_due = true;
+        }
+        if slots_due {
+            w.slot_round();
         }
         match wait((next_round - boottime_ms()).clamp(10, 1000)) {
             Wake::Go => {}
@@ -476,7 +509,10 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
             Wake::PostmasterDied => postmaster_died(sh),
         }
     }
-    // SIGTERM: stop generating, then release.
+    // SIGTERM: stop generating, then release. The registry's slots stay this node's (a
+    // restart takes them again above their ceilings); serving them stops now.
+    crate::segment::owners::invalidate();
+    crate::segment::owners::set_worker_latch(std::ptr::null_mut());
     sh.invalidate();
     if let (Some(id), true) = (w.id, w.held) {
         match w.reg.release(&w.me, id, release_bound(sh, id)) {

@@ -53,6 +53,7 @@ pub(super) fn segment_create_slotted(
     target_interval: default!(Option<pgrx::datum::Interval>, "NULL"),
     slots: default!(Option<i32>, "NULL"),
     owned: default!(Option<Vec<Option<i32>>>, "NULL"),
+    registry: default!(Option<bool>, false),
 ) {
     // NULL is only meaningful for the adaptive-step arguments (no adaptive step).
     let tag = required(tag, "tag");
@@ -63,7 +64,15 @@ pub(super) fn segment_create_slotted(
     require_superuser("create a segment tag");
     check_writable("create a segment tag");
     validate_tag(tag);
-    let owned = slot_arguments(slots, owned.as_deref(), nodes, node_index);
+    let registry = required(registry, "registry");
+    if registry {
+        registry_arguments(slots, owned.is_some());
+    }
+    let owned =
+        if registry { Vec::new() } else { slot_arguments(slots, owned.as_deref(), nodes, node_index) };
+    if registry {
+        slot_arguments(slots, Some(&[][..]), nodes, node_index);
+    }
     let slotted = slots.is_some();
     let (nodes, node_index) = if let Some(s) = slots { (s, 0) } else { (nodes, node_index) };
     if step <= 0 || step > MAX_STEP {
@@ -149,8 +158,8 @@ pub(super) fn segment_create_slotted(
     let seqname = create_backing_sequence(&schema, count + 1, stride, origin);
     Spi::run_with_args(
         &format!(
-            "INSERT INTO {schema}.pg_idgen_segments (tag, seq, step, unit, start, nodes, node_index, min_step, max_step, target_interval, slotted) \
-             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+            "INSERT INTO {schema}.pg_idgen_segments (tag, seq, step, unit, start, nodes, node_index, min_step, max_step, target_interval, slotted, registry) \
+             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
         ),
         &[
             tag.into(),
@@ -164,12 +173,25 @@ pub(super) fn segment_create_slotted(
             max_step.filter(|_| adaptive).or(adaptive.then_some(maxs)).into(),
             target_interval.into(),
             slotted.into(),
+            registry.into(),
         ],
     )
     .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not record the segment tag: {e}"), None));
     for slot in owned {
         let origin = start + slot as i64 * unit as i64; // below start + stride: checked above
-        super::slots::add_slot(&schema, tag, slot, stride, origin, origin);
+        super::slots::add_slot(&schema, tag, slot, stride, origin, origin, true);
+    }
+    if registry {
+        // Every slot has its sequence from the start, not owned locally: the registry decides
+        // which ones this node serves, and a slot moved here only moves its sequence up
+        // (setval, not transactional), never creates one in the middle of a reservation.
+        for slot in 0..nodes {
+            let origin = start + slot as i64 * unit as i64;
+            super::slots::add_slot(&schema, tag, slot, stride, origin, origin, false);
+        }
+        // A tag of this name dropped before may have handed out values of the slots this node
+        // holds: continue above their ceilings.
+        super::owners::restart_at_ceilings(tag);
     }
     // A tag of the same name dropped earlier may still sit in shared memory; and if this
     // transaction aborts, an entry claimed for the new tag meanwhile must go too.
@@ -177,6 +199,32 @@ pub(super) fn segment_create_slotted(
     release(db, tag);
     let t = tag.to_string();
     pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, move || release(db, &t));
+}
+
+/// Checks `registry => true` of segment_create: a slotted tag, no `owned` (the registry assigns
+/// the slots), and a lease registry to own them (55000 without one).
+fn registry_arguments(slots: Option<i32>, owned: bool) {
+    if slots.is_none() {
+        bad(
+            "registry needs slots",
+            Some("Pass slots => S: the registry owns a tag's stride slots (docs/segment-slots.md)."),
+        );
+    }
+    if owned {
+        bad(
+            "owned cannot be combined with registry",
+            Some("With registry => true the registry assigns the slots: segment_registry_assign(tag, slots, worker_ids) on the registry database."),
+        );
+    }
+    if crate::gucs::lease_mode() == crate::gucs::LeaseMode::Off
+        || crate::gucs::string_setting(&crate::gucs::REGISTRY).trim().is_empty()
+    {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "registry => true needs a lease registry: pg_idgen.lease_mode is off or pg_idgen.registry is not set",
+            Some("Slot ownership through the registry is renewed with the node's worker id lease (docs/worker-ids.md, \"Leased worker ids\"); without one, use explicit hand-over (segment_slot_release/segment_slot_adopt)."),
+        );
+    }
 }
 
 /// Checks `slots` and `owned` of segment_create: the slots this node owns (none for a plain tag).

@@ -223,6 +223,7 @@ pub(super) fn claim(tag: &str, cfg: &TagConfig) -> Option<(usize, u64)> {
                     slots: cfg.slots,
                     slot_high: [i64::MIN; super::table::MAX_SLOTS],
                     slot_refills: [0; super::table::MAX_SLOTS],
+                    registry: cfg.registry,
                     refilling: false,
                     ahead_failed: false,
                     issued: 0,

@@ -37,6 +37,9 @@ pub(super) struct TagConfig {
     /// `pg_idgen_segment_slots`, each from its own sequence (`seqoid` is then only the tag's
     /// identity); otherwise it serves slot `node_index` from `seqoid`.
     pub(super) slotted: bool,
+    /// The tag was created with `registry => true`: its slots are served while this node holds
+    /// them in the lease registry (`owners`, `leased`), not by `pg_idgen_segment_slots.owned`.
+    pub(super) registry: bool,
     /// The row was written by this transaction (not committed yet).
     pub(super) uncommitted: bool,
 }
@@ -95,6 +98,10 @@ fn config_of(tag: &str, row: &tables::Row) -> TagConfig {
         corrupt("step, min_step and max_step must be multiples of the unit (min_step)");
     }
     let slotted = row.bool("slotted").unwrap_or(false);
+    let registry = row.bool("registry").unwrap_or(false);
+    if registry && !slotted {
+        corrupt("registry without slots");
+    }
     if slotted && nodes > super::table::MAX_SLOTS as i64 {
         corrupt(&format!("{nodes} slots, more than {}", super::table::MAX_SLOTS));
     }
@@ -115,6 +122,7 @@ fn config_of(tag: &str, row: &tables::Row) -> TagConfig {
         start,
         slots: nodes,
         slotted,
+        registry,
         uncommitted: row.written_by_this_transaction(),
     }
 }

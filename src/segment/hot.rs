@@ -175,6 +175,7 @@ pub(super) fn next_value(tag: &[u8]) -> i64 {
             }
             cache_put(tag, idx, gen);
         }
+        let mut registry = false;
         // (value, refill now, another backend's refill is in flight)
         // SAFETY: `idx` < capacity; the entry lock is taken before and released after every access to
         // the entry's mutable fields, and nothing between can raise an ERROR (plain arithmetic).
@@ -192,6 +193,7 @@ pub(super) fn next_value(tag: &[u8]) -> i64 {
                         if due {
                             (*e).refilling = true;
                         }
+                        registry = (*e).registry;
                         Some((Some(value), due))
                     }
                     Take::Empty if (*e).refilling && wait_until_ms.is_none_or(|t| monotonic_ms() < t) => {
@@ -209,6 +211,11 @@ pub(super) fn next_value(tag: &[u8]) -> i64 {
         match taken {
             None => idx = usize::MAX, // stale cache (dropped, re-created, set): look up again
             Some((Some(value), due)) => {
+                if registry && !super::owners::serving() {
+                    // a node that lost its lease stops serving its registry-owned slots, cached
+                    // values included (the value taken is a gap)
+                    super::leased::not_serving(tag_str(tag));
+                }
                 if due {
                     refill(idx, gen, false);
                 }

@@ -18,7 +18,9 @@
 //! locks and the locking protocol), [`claim`] (finding and claiming a tag's entry), [`config`] (a
 //! tag's stored configuration), [`errors`] (unknown tag, missing sequence), [`reserve`] (durable
 //! reservations and refills), [`hot`] (`segment_next`), [`admin`] (create, drop, set),
-//! [`status`] (the `segment_status` view's functions). The DDL is in `sql/segment.sql`.
+//! [`status`] (the `segment_status` view's functions), [`slots`] (stride slots and their explicit
+//! hand-over), [`owners`] (the slots held through the lease registry, in shared memory) and
+//! [`leased`] (reservations of those slots). The DDL is in `sql/segment.sql`.
 
 mod admin;
 pub(crate) mod backing;
@@ -26,6 +28,8 @@ mod claim;
 mod config;
 mod errors;
 mod hot;
+mod leased;
+pub(crate) mod owners;
 pub(crate) mod reserve;
 mod slots;
 mod status;

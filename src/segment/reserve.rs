@@ -59,6 +59,13 @@ pub(crate) fn flush_wal_and_wait_for_sync_standbys_for(what: &str) {
 /// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with
 /// no LWLock held. Returns the segment, or None if the chunks would overflow bigint.
 pub(super) fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Segment> {
+    let starts = reserve_starts(seqoid, mult);
+    Segment::from_chunks(&starts, unit, stride)
+}
+
+/// Reserves `mult` chunks from the sequence and makes the reservation durable: the chunks'
+/// first values, in the order `nextval` returned them.
+pub(super) fn reserve_starts(seqoid: pg_sys::Oid, mult: i64) -> Vec<i64> {
     // SAFETY: a flag of the current transaction.
     if unsafe { pg_sys::XactReadOnly } {
         raise(
@@ -86,7 +93,7 @@ pub(super) fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) ->
     // Everything inserted so far: our nextval's record, or the earlier record (possibly another
     // backend's, still unflushed) that covers the values we got.
     flush_wal_and_wait_for_sync_standbys();
-    Segment::from_chunks(&starts, unit, stride)
+    starts
 }
 
 /// Runs `f` in an internal subtransaction, as a PL/pgSQL exception block does: an ERROR in `f`
@@ -264,7 +271,23 @@ pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
         let key = (tag.to_string(), u32::from(cfg.seqoid));
         let taken = PRIVATE.with(|p| p.borrow_mut().get_mut(&key).map(Buffers::take));
         match taken {
-            Some(Take::Value { value, .. }) => return value,
+            Some(Take::Value { value, .. }) if !cfg.registry => return value,
+            Some(Take::Value { value, .. }) => {
+                // A registry-owned slot: only while this node serves it and the value lies within
+                // its chunks now (a move meanwhile: what is left here is a gap).
+                if !super::owners::serving() {
+                    super::leased::not_serving(tag);
+                }
+                let within = pg_idgen_core::slots::locate(cfg.start, cfg.unit, cfg.slots, value).is_some_and(
+                    |(slot, chunk)| {
+                        super::owners::get(tag, slot).is_some_and(|h| h.floor <= chunk && chunk < h.ceiling)
+                    },
+                );
+                if within {
+                    return value;
+                }
+                PRIVATE.with(|p| p.borrow_mut().insert(key.clone(), Buffers::default()));
+            }
             Some(Take::Empty) => {}
             None => {
                 let first = PRIVATE.with(|p| {

@@ -92,6 +92,9 @@ pub(super) fn reserve_slotted(
     mult: i64,
     slot_high: Option<&[i64; super::table::MAX_SLOTS]>,
 ) -> (i64, Option<Segment>, bool) {
+    if cfg.registry {
+        return super::leased::reserve_leased(tag, cfg, mult, slot_high);
+    }
     let stride = cfg.stride;
     let owned: Vec<SlotRow> = slot_rows(tag).into_iter().filter(|r| r.owned).collect();
     // In memory when the entry knows (no read of every slot's sequence per reservation).
@@ -113,7 +116,7 @@ pub(super) fn reserve_slotted(
 
 /// Creates slot `slot`'s sequence (going up by `stride` from `origin`, next chunk `next`) and
 /// records it as owned by this node. Runs as the superuser, inside the caller's transaction.
-pub(super) fn add_slot(schema: &str, tag: &str, slot: i32, stride: i64, origin: i64, next: i64) {
+pub(super) fn add_slot(schema: &str, tag: &str, slot: i32, stride: i64, origin: i64, next: i64, owned: bool) {
     let mut count = 0i64;
     tables::scan_extension_table(c"pg_idgen_segment_slots", |_| count += 1);
     let seqname = super::admin::create_backing_sequence(schema, 100_000 + count, stride, origin);
@@ -126,9 +129,9 @@ pub(super) fn add_slot(schema: &str, tag: &str, slot: i32, stride: i64, origin: 
     }
     Spi::run_with_args(
         &format!(
-            "INSERT INTO {schema}.pg_idgen_segment_slots (tag, slot, seq, owned) VALUES ($1, $2, $3::pg_catalog.regclass, true)"
+            "INSERT INTO {schema}.pg_idgen_segment_slots (tag, slot, seq, owned) VALUES ($1, $2, $3::pg_catalog.regclass, $4)"
         ),
-        &[tag.into(), slot.into(), seqname.as_str().into()],
+        &[tag.into(), slot.into(), seqname.as_str().into(), owned.into()],
     )
     .unwrap_or_else(|e| super::admin::spi_failed("record a slot", e));
 }
@@ -161,7 +164,10 @@ pub(super) fn segment_slot_status() -> TableIterator<
             let k = (cfg.origin - cfg.start) / cfg.unit;
             vec![SlotRow { slot: k, seqoid: cfg.seqoid, owned: true }]
         };
+        let serving = cfg.registry && super::owners::serving();
         for r in list {
+            let owned =
+                if cfg.registry { serving && super::owners::status(&tag, r.slot).is_some() } else { r.owned };
             let mark = slot_mark(&cfg, r.slot, r.seqoid);
             let next = next_chunk(r.seqoid, cfg.stride);
             let origin = slot_origin(&cfg, r.slot);
@@ -171,7 +177,52 @@ pub(super) fn segment_slot_status() -> TableIterator<
             } else {
                 (0, None)
             };
-            rows.push((tag.clone(), r.slot as i32, cfg.slots as i32, r.owned, mark, next, chunks, refills, last));
+            rows.push((
+                tag.clone(),
+                r.slot as i32,
+                cfg.slots as i32,
+                owned,
+                mark,
+                next,
+                chunks,
+                refills,
+                last,
+            ));
+        }
+    }
+    TableIterator::new(rows)
+}
+
+/// Per slot of this database's registry-owned tags that this node holds: the chunks the
+/// registry lets it hand out, as values (the first of chunk `floor`, the last below the
+/// ceiling), and whether it serves them now (its lease is valid).
+#[pg_extern(volatile, parallel_restricted)]
+#[allow(clippy::type_complexity)]
+pub(super) fn segment_slot_leases() -> TableIterator<
+    'static,
+    (
+        name!(tag, String),
+        name!(slot, i32),
+        name!(first_value, i64),
+        name!(last_value, i64),
+        name!(serving, bool),
+    ),
+> {
+    let serving = super::owners::serving();
+    let mut rows = Vec::new();
+    for (tag, cfg) in super::config::read_all() {
+        if !cfg.registry {
+            continue;
+        }
+        for s in 0..cfg.slots {
+            if let Some((floor, ceiling)) = super::owners::status(&tag, s) {
+                let origin = slot_origin(&cfg, s);
+                let first = origin.saturating_add(floor.saturating_mul(cfg.stride));
+                let last = origin
+                    .saturating_add(ceiling.saturating_sub(1).saturating_mul(cfg.stride))
+                    .saturating_add(cfg.unit - 1);
+                rows.push((tag.clone(), s as i32, first, last, serving));
+            }
         }
     }
     TableIterator::new(rows)
@@ -184,6 +235,19 @@ fn slotted_config(tag: &str) -> TagConfig {
             Code::ERRCODE_FEATURE_NOT_SUPPORTED,
             format!("segment tag \"{tag}\" has no stride slots"),
             Some("Slots move only between nodes of a tag created with segment_create(tag, slots => S, owned => ...)."),
+        );
+    }
+    cfg
+}
+
+/// The explicit hand-over does not apply to a tag whose slots the registry owns: 0A000.
+fn explicit_config(tag: &str) -> TagConfig {
+    let cfg = slotted_config(tag);
+    if cfg.registry {
+        raise(
+            Code::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("the slots of segment tag \"{tag}\" are owned through the lease registry"),
+            Some("Move them with segment_registry_move(tag, slot, worker_id) or segment_registry_rebalance(tag, worker_id, k) on the registry database (scripts/fleet.sh registry-move-slots)."),
         );
     }
     cfg
@@ -213,7 +277,7 @@ pub(super) fn segment_slot_release(tag: &str, slot: i32) -> i64 {
     super::admin::require_superuser("release a segment slot");
     super::admin::check_writable("release a segment slot");
     let _su = crate::catalog::RunAs::superuser();
-    let cfg = slotted_config(tag);
+    let cfg = explicit_config(tag);
     check_slot(&cfg, slot);
     let Some(row) = slot_rows(tag).into_iter().find(|r| r.slot == slot as i64 && r.owned) else {
         raise(
@@ -249,7 +313,7 @@ pub(super) fn segment_slot_adopt(tag: &str, slot: i32, mark: i64) -> i64 {
     super::admin::require_superuser("adopt a segment slot");
     super::admin::check_writable("adopt a segment slot");
     let _su = crate::catalog::RunAs::superuser();
-    let cfg = slotted_config(tag);
+    let cfg = explicit_config(tag);
     check_slot(&cfg, slot);
     let s = slot as i64;
     let row = slot_rows(tag).into_iter().find(|r| r.slot == s);
@@ -267,13 +331,18 @@ pub(super) fn segment_slot_adopt(tag: &str, slot: i32, mark: i64) -> i64 {
     let seen = row.and_then(|r| slot_mark(&cfg, s, r.seqoid));
     if !pg_idgen_core::slots::mark_acceptable(cfg.start, cfg.unit, cfg.slots, s, mark, seen) {
         let why = match seen {
-            Some(seen) if mark < seen => format!("values up to {seen} of slot {slot} may have been handed out by this node"),
+            Some(seen) if mark < seen => {
+                format!("values up to {seen} of slot {slot} may have been handed out by this node")
+            }
             _ => format!("{mark} is not a value of slot {slot}"),
         };
         crate::errors::raise_full(
             Code::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("cannot adopt slot {slot} of segment tag \"{tag}\" above {mark}: {why}"),
-            Some(format!("Mark given: {mark}; this node's durable mark of the slot: {}.", seen.map_or("none".into(), |v| v.to_string()))),
+            Some(format!(
+                "Mark given: {mark}; this node's durable mark of the slot: {}.",
+                seen.map_or("none".into(), |v| v.to_string())
+            )),
             Some("Pass the mark that segment_slot_release returned on the node that released the slot."),
         );
     }
@@ -281,7 +350,11 @@ pub(super) fn segment_slot_adopt(tag: &str, slot: i32, mark: i64) -> i64 {
     let Some(next) = pg_idgen_core::segment::chunk_at_or_above(origin, cfg.stride, mark.saturating_add(1))
         .filter(|c| c.checked_add(cfg.unit).is_some())
     else {
-        raise(Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, format!("{mark} is too close to the largest bigint"), None)
+        raise(
+            Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("{mark} is too close to the largest bigint"),
+            None,
+        )
     };
     let schema = crate::catalog::extension_schema();
     match row {
@@ -306,7 +379,7 @@ pub(super) fn segment_slot_adopt(tag: &str, slot: i32, mark: i64) -> i64 {
             next.max(cur)
         }
         None => {
-            add_slot(&schema, tag, slot, cfg.stride, origin, next);
+            add_slot(&schema, tag, slot, cfg.stride, origin, next, true);
             super::reserve::flush_wal_and_wait_for_sync_standbys();
             next
         }

@@ -63,6 +63,9 @@ pub(super) struct Entry {
     pub(super) slots: i64,
     pub(super) slot_high: [i64; MAX_SLOTS],
     pub(super) slot_refills: [i64; MAX_SLOTS],
+    /// Slots owned through the lease registry: every value handed out checks the node's
+    /// validity (`owners::serving`).
+    pub(super) registry: bool,
     /// A backend is reserving the next segment ahead of need (elected under the entry lock).
     pub(super) refilling: bool,
     /// The last reservation made ahead of need failed: serve what is left and reserve again

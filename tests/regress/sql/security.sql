@@ -157,6 +157,17 @@ SELECT worker_id, source FROM snowflake_worker();
 SELECT clear_worker_id();
 SELECT snowflake_accept_layout();
 SELECT regress_sqlstate_of($$SELECT pg_idgen_catalog_changed()$$);
+-- the registry's slot functions (leases written by hand)
+INSERT INTO pg_idgen_leases (worker_id, system_identifier, node_name, host, port, token, since, renewed_at, lease_until)
+VALUES (1, 1, 's1', 'h', 5432, 1, pg_catalog.now(), pg_catalog.now(), pg_catalog.now() OPERATOR(pg_catalog.+) interval '1 hour'),
+       (2, 1, 's2', 'h', 5432, 2, pg_catalog.now(), pg_catalog.now(), pg_catalog.now() OPERATOR(pg_catalog.+) interval '1 hour');
+SELECT segment_registry_assign('sec_r', 4, '{1,2}');
+SELECT * FROM segment_registry_rebalance('sec_r', 2, 1);
+SELECT * FROM segment_registry_drain('sec_r', 1);
+SELECT segment_registry_move('sec_r', 0, 1);
+SELECT regress_sqlstate_of($$SELECT segment_create('sec_r', 10, slots => 4, registry => true)$$);
+DELETE FROM pg_idgen_segment_owners;
+DELETE FROM pg_idgen_leases;
 SET search_path = pg_catalog, mallory, public;
 SELECT segment_create('sec4');
 SELECT segment_set('sec4', 50);
