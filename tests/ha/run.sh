@@ -241,8 +241,11 @@ if [[ " $PHASES " == *" sync "* || " $PHASES " == *" async "* ]]; then
     check "one worker id for the group" "$("$HA" psql --name "$G" -At -c "SELECT worker_id FROM snowflake_worker()")" == 1
     create_table "$G"
     if [[ " $PHASES " == *" sync "* ]]; then
+        # Patroni names the synchronous standby a loop or two after the group is healthy
+        has_sync() { [ "$("$HA" psql --name "$G" -At -c "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'" 2>/dev/null)" = 1 ]; }
+        wait_until 60 "a synchronous standby" has_sync || true
         check "sync phase: synchronous_standby_names set by Patroni" \
-            "$("$HA" psql --name "$G" -At -c 'SHOW synchronous_standby_names')" != ""
+            "$("$HA" psql --name "$G" -At -c 'SHOW synchronous_standby_names' | tr -d ' ')" != ""
         run_faults "$G" sync sync 3
     fi
     if [[ " $PHASES " == *" async "* ]]; then
