@@ -319,6 +319,28 @@ pub unsafe fn trigger_data(fcinfo: pg_sys::FunctionCallInfo, function: &str) -> 
     }
 }
 
+/// An SPI call failed: say which, with PostgreSQL's message (never another meaning).
+pub fn spi_failed(what: &str, e: pgrx::spi::Error) -> ! {
+    raise(Code::ERRCODE_INTERNAL_ERROR, format!("pg_idgen could not {what}: {e}"), None)
+}
+
+/// The first `{schema}.{prefix}<n>`, for `n` in `from ..= from + tries`, that names no relation
+/// (a backing sequence's name is generated, never derived from what the user named).
+pub fn free_relation_name(schema: &str, prefix: &str, from: i64, tries: i64) -> Option<String> {
+    for n in from..=from.saturating_add(tries) {
+        let name = format!("{schema}.{prefix}{n}");
+        let taken: Option<bool> = pgrx::spi::Spi::get_one_with_args(
+            "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+            &[name.as_str().into()],
+        )
+        .unwrap_or_else(|e| spi_failed("name the backing sequence", e));
+        if taken == Some(false) {
+            return Some(name);
+        }
+    }
+    None
+}
+
 /// The new row of a call of `function`, a row trigger AFTER INSERT OR UPDATE on one of the
 /// tables that name a backing sequence in their `seq` column (tags, slots, keyed spaces).
 pub struct BackingRow {

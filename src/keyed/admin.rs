@@ -7,7 +7,7 @@ use pgrx::prelude::*;
 
 use super::space::{release, unknown_space, validate_name};
 use super::table::my_db;
-use crate::catalog::{extension_schema, qualified_relation_name, RunAs};
+use crate::catalog::{extension_schema, free_relation_name, qualified_relation_name, spi_failed, RunAs};
 use crate::errors::{raise, required, Code};
 use crate::segment::backing::{link_backing, Backed};
 use crate::tables;
@@ -40,10 +40,6 @@ fn require_superuser(what: &str) {
             Some("Run it on the primary."),
         );
     }
-}
-
-fn spi_failed(what: &str, e: pgrx::spi::Error) -> ! {
-    raise(Code::ERRCODE_INTERNAL_ERROR, format!("pg_idgen could not {what}: {e}"), None)
 }
 
 /// Creates a keyed space: counters per bigint key, their bound raised `step` values at a time,
@@ -82,17 +78,7 @@ fn keyed_create(
             Some("Use another name, or keyed_drop() it first (its values may then be handed out again)."),
         );
     }
-    let mut seqname = None;
-    for n in count + 1..=count + 1000 {
-        let name = format!("{schema}.pg_idgen_keyed_{n}");
-        let taken: Option<bool> =
-            Spi::get_one_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[name.as_str().into()])
-                .unwrap_or_else(|e| spi_failed("name the backing sequence", e));
-        if taken == Some(false) {
-            seqname = Some(name);
-            break;
-        }
-    }
+    let seqname = free_relation_name(&schema, "pg_idgen_keyed_", count + 1, 1000);
     let Some(seqname) = seqname else {
         raise(
             Code::ERRCODE_DUPLICATE_OBJECT,

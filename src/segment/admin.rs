@@ -269,17 +269,7 @@ fn slot_arguments(
 /// Creates a backing sequence `pg_idgen_seg_<n>` (the first free `n` from `from` on; the name is
 /// generated, never derived from the tag) going up by `stride` from `start`, at `next`.
 pub(super) fn create_backing_sequence(schema: &str, from: i64, stride: i64, start: i64) -> String {
-    let mut seqname = None;
-    for n in from..=from + 10_000 {
-        let name = format!("{schema}.pg_idgen_seg_{n}");
-        let taken: Option<bool> =
-            Spi::get_one_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[name.as_str().into()])
-                .unwrap_or_else(|e| spi_failed("name the backing sequence", e));
-        if taken == Some(false) {
-            seqname = Some(name);
-            break;
-        }
-    }
+    let seqname = crate::catalog::free_relation_name(schema, "pg_idgen_seg_", from, 10_000);
     let Some(seqname) = seqname else {
         raise(
             Code::ERRCODE_DUPLICATE_OBJECT,
@@ -391,7 +381,4 @@ pub(super) fn segment_set(tag: &str, next: i64) -> i64 {
     chunk
 }
 
-/// An SPI call failed: say which, with PostgreSQL's message (never another meaning).
-pub(super) fn spi_failed(what: &str, e: pgrx::spi::Error) -> ! {
-    raise(Code::ERRCODE_INTERNAL_ERROR, format!("pg_idgen could not {what}: {e}"), None)
-}
+pub(super) use crate::catalog::spi_failed;
