@@ -127,12 +127,13 @@ fn next_n(name: &[u8], key: i64, n: i64) -> i64 {
                 let t = tick(part);
                 let slot = &mut set_slots(part, set)[w];
                 slot.tick = t;
-                match take(slot.val, n, space(res.idx).bound.load(Ordering::Acquire)) {
+                let taken = take(slot.val, n, space(res.idx).bound.load(Ordering::Acquire));
+                match taken {
                     // The entry may have been released or claimed again since the check above
                     // (that takes the spaces lock, not this one), and the floor or bound just
                     // read may be the new generation's: a claim publishes its generation before
-                    // either, so this second check sees it.
-                    Take::Issue { .. } if !res.still_valid() => Outcome::Stale,
+                    // either, so this second check sees it, whatever `take` concluded.
+                    _ if !res.still_valid() => Outcome::Stale,
                     Take::Issue { last } => {
                         slot.val = last;
                         Outcome::Issued(last)

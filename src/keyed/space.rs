@@ -140,6 +140,16 @@ fn resolve_slow(name: &str) -> Resolved {
         read_config(name)
     };
     let Some(cfg) = cfg else { unknown_space(name) };
+    let db = my_db();
+    // Mostly the entry is there already (claimed by another backend, or by this one before an
+    // invalidation cleared its cache): no floor is needed, and no lock beyond the spaces lock.
+    let found = {
+        let _g = Held::spaces();
+        current(db, name, &cfg)
+    };
+    if let Some(res) = found {
+        return res;
+    }
     // The lock that serialises raises of the bound (see `raise_bound`), held from reading the
     // persisted floor to claiming with it: a raise in between, by a backend of an entry that is
     // then released or re-initialised, would leave the floor below values it handed out.
@@ -147,7 +157,6 @@ fn resolve_slow(name: &str) -> Resolved {
     // SAFETY: a heavyweight lock by OID, released below or by abort.
     unsafe { pg_sys::LockRelationOid(cfg.seqoid, mode) };
     let Some(floor) = persisted_floor(cfg.seqoid, cfg.step) else { missing_sequence(name) };
-    let db = my_db();
     let claimed = {
         let _g = Held::spaces();
         claim(db, name, &cfg, floor)
@@ -163,34 +172,36 @@ fn resolve_slow(name: &str) -> Resolved {
     })
 }
 
+/// Under the spaces lock: the index of the entry of (db, name), if one is in use.
+fn entry_of(db: pg_sys::Oid, name: &str) -> Option<usize> {
+    let bytes = name.as_bytes();
+    (0..MAX_SPACES).find(|&i| {
+        let s = space(i);
+        s.in_use && s.dbid == db && &s.name[..s.name_len] == bytes
+    })
+}
+
+/// Under the spaces lock: the entry of (db, name) if it is backed by the configured sequence.
+fn current(db: pg_sys::Oid, name: &str, cfg: &Config) -> Option<Resolved> {
+    let i = entry_of(db, name)?;
+    let s = space(i);
+    (s.seqoid == cfg.seqoid && s.step == cfg.step && s.section_size == cfg.section_size).then(|| Resolved {
+        idx: i,
+        gen: s.gen.load(Ordering::Acquire),
+        seqoid: s.seqoid,
+        step: s.step,
+        section_size: s.section_size,
+    })
+}
+
 /// Under the spaces lock: the entry of (db, name) if it is backed by the configured sequence,
 /// else that entry re-initialised, else a free entry claimed. Arithmetic only.
 fn claim(db: pg_sys::Oid, name: &str, cfg: &Config, floor: i64) -> Option<Resolved> {
+    if let Some(res) = current(db, name, cfg) {
+        return Some(res);
+    }
     let bytes = name.as_bytes();
-    let mut free = None;
-    let mut mine = None;
-    for i in 0..MAX_SPACES {
-        let s = space(i);
-        if !s.in_use {
-            free = free.or(Some(i));
-        } else if s.dbid == db && &s.name[..s.name_len] == bytes {
-            mine = Some(i);
-            break;
-        }
-    }
-    if let Some(i) = mine {
-        let s = space(i);
-        if s.seqoid == cfg.seqoid && s.step == cfg.step && s.section_size == cfg.section_size {
-            return Some(Resolved {
-                idx: i,
-                gen: s.gen.load(Ordering::Acquire),
-                seqoid: s.seqoid,
-                step: s.step,
-                section_size: s.section_size,
-            });
-        }
-    }
-    let i = mine.or(free)?;
+    let i = entry_of(db, name).or_else(|| (0..MAX_SPACES).find(|&i| !space(i).in_use))?;
     // SAFETY: the spaces lock is held exclusively: the identity fields are ours to write.
     unsafe {
         let h = header();

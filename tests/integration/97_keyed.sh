@@ -47,6 +47,19 @@ evs=$(q "$P" "SELECT max(keyed_next('evs', 2)) FROM generate_series(1, 5)" \
     "SELECT keyed_next('evs', 2)" | xargs)
 check "a key evicted while its section comes back continues above its values (5, 8 keys, then 6)" "$evs" == "5 8 6"
 
+# ---- a space already in use is found without the raise lock: a new session's keyed_last and
+# keyed_next (below the bound) do not wait behind a raise in flight, here stood in for by an open
+# ALTER SEQUENCE on the backing sequence (ShareRowExclusiveLock, which the raise lock conflicts with) ----
+evseq=$(q "$P" "SELECT seq::regclass FROM pg_idgen_keyed_spaces WHERE space = 'evs'")
+"$CLUSTER" psql "$P" -At -c "BEGIN" -c "ALTER SEQUENCE $evseq CACHE 1" -c "SELECT pg_sleep(600)" >/dev/null 2>&1 &
+BG_PIDS+=($!)
+held_lock() { [ "$(q "$P" "SELECT count(*) FROM pg_locks WHERE relation = '$evseq'::regclass AND mode = 'ShareRowExclusiveLock' AND granted")" = 1 ]; }
+for _ in $(seq 1 200); do held_lock && break; sleep 0.05; done
+check "the backing sequence is locked by an open ALTER SEQUENCE" "$(held_lock && echo yes)" == yes
+check "a new session reads and takes values of a space in use while a raise lock is held" \
+    "$(q "$P" "SET lock_timeout = '2s'" "SELECT keyed_last('evs', 2)" "SELECT keyed_next('evs', 2)" | xargs)" == "6 7"
+q "$P" "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'" >/dev/null
+
 # client NODE WAVE C BATCHES ROWS COLD_BASE: one session, BATCHES COPY statements of ROWS calls,
 # every 8th call a random hot key (1..1000), the others cold keys never called before
 client() {
