@@ -127,8 +127,7 @@ fn next_n(name: &[u8], key: i64, n: i64) -> i64 {
                 let t = tick(part);
                 let slot = &mut set_slots(part, set)[w];
                 slot.tick = t;
-                let taken = take(slot.val, n, space(res.idx).bound.load(Ordering::Acquire));
-                match taken {
+                match take(slot.val, n, space(res.idx).bound.load(Ordering::Acquire)) {
                     // The entry may have been released or claimed again since the check above
                     // (that takes the spaces lock, not this one), and the floor or bound just
                     // read may be the new generation's: a claim publishes its generation before

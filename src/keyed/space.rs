@@ -98,6 +98,11 @@ pub(super) fn persisted_floor(seqoid: pg_sys::Oid, step: i64) -> Option<i64> {
     tables::sequence_state(seqoid).map(|(last, called)| floor_from_sequence(last, called, step))
 }
 
+/// The lock on a space's backing sequence that serialises raises of its bound (`raise_bound`) and
+/// a claim's read of the persisted floor (`resolve_slow`). It conflicts with itself, not with the
+/// RowExclusiveLock of nextval.
+const RAISE_LOCK: pg_sys::LOCKMODE = pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE;
+
 thread_local! {
     /// The spaces this backend used, by name (cleared by every relcache invalidation).
     static RESOLVED: RefCell<Vec<(Vec<u8>, Resolved)>> = const { RefCell::new(Vec::new()) };
@@ -153,16 +158,15 @@ fn resolve_slow(name: &str) -> Resolved {
     // The lock that serialises raises of the bound (see `raise_bound`), held from reading the
     // persisted floor to claiming with it: a raise in between, by a backend of an entry that is
     // then released or re-initialised, would leave the floor below values it handed out.
-    let mode = pg_sys::ShareUpdateExclusiveLock as i32;
     // SAFETY: a heavyweight lock by OID, released below or by abort.
-    unsafe { pg_sys::LockRelationOid(cfg.seqoid, mode) };
+    unsafe { pg_sys::LockRelationOid(cfg.seqoid, RAISE_LOCK) };
     let Some(floor) = persisted_floor(cfg.seqoid, cfg.step) else { missing_sequence(name) };
     let claimed = {
         let _g = Held::spaces();
         claim(db, name, &cfg, floor)
     };
     // SAFETY: the lock taken above.
-    unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, mode) };
+    unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, RAISE_LOCK) };
     claimed.unwrap_or_else(|| {
         raise(
             Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
@@ -273,16 +277,14 @@ pub(super) fn check_writable() {
 /// Raises the space's durable bound to at least `need`: nextval on its backing sequence (whose
 /// increment is the step) until it returns `need` or more, the WAL flushed and synchronous
 /// standbys waited for, and only then the shared bound raised. Raises of one space are
-/// serialised by a ShareUpdateExclusiveLock on the sequence (which nextval's own lock does not
-/// conflict with), so backends that reach the bound together raise it once: the others find it
+/// serialised by `RAISE_LOCK` on the sequence, so backends that reach the bound together raise it once: the others find it
 /// raised when they get the lock. Runs with no LWLock held. A space released meanwhile is left
 /// alone (the caller resolves it again).
 pub(super) fn raise_bound(res: &Resolved, name: &str, need: i64) {
     check_writable();
     let s = space(res.idx);
-    let mode = pg_sys::ShareUpdateExclusiveLock as i32;
     // SAFETY: a heavyweight lock by OID, released below or by abort.
-    unsafe { pg_sys::LockRelationOid(res.seqoid, mode) };
+    unsafe { pg_sys::LockRelationOid(res.seqoid, RAISE_LOCK) };
     // SAFETY: a syscache probe by OID.
     let exists =
         unsafe { pg_sys::get_rel_relkind(res.seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
@@ -315,5 +317,5 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, need: i64) {
         }
     }
     // SAFETY: the lock taken above.
-    unsafe { pg_sys::UnlockRelationOid(res.seqoid, mode) };
+    unsafe { pg_sys::UnlockRelationOid(res.seqoid, RAISE_LOCK) };
 }

@@ -9,7 +9,7 @@ use super::config::{read_config, validate_tag};
 use super::errors::{missing_sequence, unknown_tag};
 use super::reserve::flush_wal_and_wait_for_sync_standbys;
 use super::table::{my_db, MAX_MULTIPLE, MAX_NODES, MAX_SLOTS, MAX_STEP};
-use crate::catalog::{extension_schema, qualified_relation_name, RunAs};
+use crate::catalog::{extension_schema, qualified_relation_name, spi_failed, RunAs};
 use crate::errors::{raise, raise_full, required, Code};
 use crate::tables;
 
@@ -380,5 +380,3 @@ pub(super) fn segment_set(tag: &str, next: i64) -> i64 {
     release(my_db(), tag);
     chunk
 }
-
-pub(super) use crate::catalog::spi_failed;

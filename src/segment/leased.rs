@@ -107,7 +107,7 @@ pub(super) fn reserve_leased(
             "SELECT pg_catalog.setval($1::pg_catalog.oid::pg_catalog.regclass, $2, false)",
             &[seqoid.into(), to.into()],
         )
-        .unwrap_or_else(|e| super::admin::spi_failed("move the slot's sequence to its floor", e));
+        .unwrap_or_else(|e| crate::catalog::spi_failed("move the slot's sequence to its floor", e));
     }
     let idx = chunk_index(origin, stride, next.max(first)).unwrap_or(h.floor);
     let end = idx.saturating_add(mult);

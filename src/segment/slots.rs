@@ -125,7 +125,7 @@ pub(super) fn add_slot(schema: &str, tag: &str, slot: i32, stride: i64, origin: 
             "SELECT pg_catalog.setval($1::pg_catalog.regclass, $2, false)",
             &[seqname.as_str().into(), next.into()],
         )
-        .unwrap_or_else(|e| super::admin::spi_failed("move a slot's sequence", e));
+        .unwrap_or_else(|e| crate::catalog::spi_failed("move a slot's sequence", e));
     }
     Spi::run_with_args(
         &format!(
@@ -133,7 +133,7 @@ pub(super) fn add_slot(schema: &str, tag: &str, slot: i32, stride: i64, origin: 
         ),
         &[tag.into(), slot.into(), seqname.as_str().into(), owned.into()],
     )
-    .unwrap_or_else(|e| super::admin::spi_failed("record a slot", e));
+    .unwrap_or_else(|e| crate::catalog::spi_failed("record a slot", e));
 }
 
 /// Per slot of this database's slotted and plain tags: the slots this node has (a plain tag's
@@ -300,7 +300,7 @@ pub(super) fn segment_slot_release(tag: &str, slot: i32) -> i64 {
         ),
         &[tag.into(), slot.into()],
     )
-    .unwrap_or_else(|e| super::admin::spi_failed("release the slot", e));
+    .unwrap_or_else(|e| crate::catalog::spi_failed("release the slot", e));
     forget_cached(tag);
     mark
 }
@@ -365,7 +365,7 @@ pub(super) fn segment_slot_adopt(tag: &str, slot: i32, mark: i64) -> i64 {
                     "SELECT pg_catalog.setval($1::pg_catalog.oid::pg_catalog.regclass, $2, false)",
                     &[r.seqoid.into(), next.into()],
                 )
-                .unwrap_or_else(|e| super::admin::spi_failed("move the slot's sequence", e));
+                .unwrap_or_else(|e| crate::catalog::spi_failed("move the slot's sequence", e));
             }
             Spi::run_with_args(
                 &format!(
@@ -374,7 +374,7 @@ pub(super) fn segment_slot_adopt(tag: &str, slot: i32, mark: i64) -> i64 {
                 ),
                 &[tag.into(), slot.into()],
             )
-            .unwrap_or_else(|e| super::admin::spi_failed("adopt the slot", e));
+            .unwrap_or_else(|e| crate::catalog::spi_failed("adopt the slot", e));
             super::reserve::flush_wal_and_wait_for_sync_standbys();
             next.max(cur)
         }

@@ -42,11 +42,13 @@ LOAD_PID=
 [ "$PG" = 15 ] || { log "PostgreSQL 15 only (PG=$PG): nothing to do"; exit 0; }
 [ -x "$VENV/bin/patroni" ] || { ko "no Patroni venv at $VENV (make deps)"; finish; }
 
+# no_frames FILE: the lines of a Patroni log or error output without Python's traceback frames
+no_frames() { grep -Ev '^ +(File |\^|[a-z_.]+\()' "$1" 2>/dev/null; }
 # node_logs GROUP NODE: the end of its Patroni log (no traceback frames) and of its server's log
 # (the data directory's, or the one Patroni set aside after a failed bootstrap)
 node_logs() {
     local d; d=$("$CLUSTER" rundir)/$1/$2
-    grep -Ev '^ +(File |\^|[a-z_.]+\()' "$d/patroni.log" 2>/dev/null | tail -15 | sed "s/^/    $2 patroni: /"
+    no_frames "$d/patroni.log" | tail -15 | sed "s/^/    $2 patroni: /"
     local l
     for l in "$d"/data/log/postgresql.log "$d"/data.failed*/log/postgresql.log; do
         [ -f "$l" ] && tail -10 "$l" | sed "s|^|    $2 $(basename "$(dirname "$(dirname "$l")")"): |"
@@ -108,8 +110,6 @@ lag_for() {
     done
     log "the standbys lag: $(( $(progress 1) - MARK )) values handed out meanwhile"
 }
-# the standbys' WAL receivers: stop them, let the leader run ahead, kill it and them (each standby's
-# postmaster restarts its processes and replays what reached its disk; Patroni then promotes one)
 # receivers GROUP OLD: the WAL receivers of the standbys of leader OLD into RECEIVERS; true when each
 # standby has one (a receiver restarts after a timeline switch or a reload of primary_conninfo)
 receivers() {
@@ -123,6 +123,8 @@ receivers() {
         RECEIVERS+=($r)
     done
 }
+# the standbys' WAL receivers: stop them, let the leader run ahead, kill it and them (each standby's
+# postmaster restarts its processes and replays what reached its disk; Patroni then promotes one)
 lagging_kill() {   # lagging_kill GROUP
     local g=$1 old new t0 seen pids=() n mp
     old=$("$HA" leader --name "$g")
@@ -225,7 +227,7 @@ start_group() {
     for try in 1 2; do
         "$HA" start --name "$g" "$@" -- "${PARAMS[@]}" >/dev/null 2>"$TMP/start.err" && return 0
         log "scripts/ha.sh start $* failed (attempt $try):"
-        grep -Ev '^ +(File |\^|[a-z_.]+\()' "$TMP/start.err" | tail -15 | sed 's/^/    /'
+        no_frames "$TMP/start.err" | tail -15 | sed 's/^/    /'
         node_logs "$g" node1
         if [ "$try" = 1 ] && bootstrap_failed "$g"; then
             log "Patroni's bootstrap failed with no server error: the group is started once more"
