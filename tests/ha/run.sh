@@ -62,6 +62,10 @@ ha_cleanup() {
         if [ "${FAILED:-0}" -gt 0 ]; then
             echo "--- Patroni log of $g (last 15 lines per node) ---"
             for n in 1 2 3; do node_logs "$g" "node$n"; done
+            if [ -n "${HA_KEEP:-}" ]; then   # every node's Patroni and server logs, for a closer look
+                mkdir -p "$HA_KEEP/$g"
+                (cd "$("$CLUSTER" rundir)/$g" && find . -name '*.log' -exec cp --parents {} "$HA_KEEP/$g" \;) 2>/dev/null || true
+            fi
         fi
         "$HA" destroy --name "$g" >/dev/null 2>&1 || true
     done
@@ -123,11 +127,22 @@ receivers() {
         RECEIVERS+=($r)
     done
 }
+# sync_named GROUP: Patroni's DCS names a streaming synchronous standby (its /sync key). In
+# synchronous_mode Patroni promotes only the standby named there, and it names a newly chosen one
+# only once that standby has caught up: a leader lost before that is, by design, not replaced
+# (a receiver stopped then would never catch up, and the group would stay without a leader)
+sync_named() { "$HA" members --name "$1" 2>/dev/null | grep -q '^node[0-9] sync_standby streaming '; }
+# sync_named_first GROUP: in the phases with synchronous_mode, wait (bounded) for sync_named
+sync_named_first() {
+    [ "${MODE:-}" = sync ] || return 0
+    wait_until 60 "Patroni naming a synchronous standby of $("$HA" leader --name "$1")" sync_named "$1" || true
+}
 # the standbys' WAL receivers: stop them, let the leader run ahead, kill it and them (each standby's
 # postmaster restarts its processes and replays what reached its disk; Patroni then promotes one)
 lagging_kill() {   # lagging_kill GROUP
     local g=$1 old new t0 seen pids=() n mp
     old=$("$HA" leader --name "$g")
+    sync_named_first "$g"
     wait_until 60 "a WAL receiver on each standby of $old" receivers "$g" "$old" || true
     pids=(${RECEIVERS[@]+"${RECEIVERS[@]}"})
     [ ${#pids[@]} -gt 0 ] || ko "no WAL receiver found on the standbys of $old"
@@ -142,16 +157,30 @@ lagging_kill() {   # lagging_kill GROUP
 switchover() {   # switchover GROUP
     local g=$1 old t0
     old=$("$HA" leader --name "$g")
+    sync_named_first "$g"
     t0=$(now)
     "$HA" patronictl --name "$g" switchover --leader "$old" --force "$g" >/dev/null 2>&1 \
         || ko "patronictl switchover from $old failed"
     after_fault "$g" switchover "$old" "$t0"
 }
+# why_no_leader GROUP OLD: one failed-check line per other node, so that the summary of a failed
+# run says why Patroni promoted none: the member's role (sync_standby in synchronous mode), state,
+# timeline and lag, and its Patroni's last words
+why_no_leader() {
+    local n m last
+    for n in node1 node2 node3; do
+        [ "$n" = "$2" ] && continue
+        m=$("$HA" members --name "$1" 2>/dev/null | awk -v n="$n" '$1 == n {print $2, $3, "timeline", $4, "lag", $5}')
+        last=$(no_frames "$("$CLUSTER" rundir)/$1/$n/patroni.log" | grep -v 'no action' | tail -2 \
+            | sed -E 's/^[0-9-]+ [0-9:,]+ //' | tr '\n' ' ' | cut -c1-300)
+        ko "no leader: $n ${m:-not a member}; Patroni: $last"
+    done
+}
 # after_fault GROUP KIND OLD T0: wait for the new leader and its first values, record the event
 after_fault() {
     local g=$1 kind=$2 old=$3 t0=$4 new="" seen
     newleader() { new=$("$HA" leader --name "$g"); [ -n "$new" ] && [ "$new" != "$old" ]; }
-    wait_until 120 "a new leader after the $kind of $old" newleader || return 1
+    wait_until 120 "a new leader after the $kind of $old" newleader || { why_no_leader "$g" "$old"; return 1; }
     seen=$(now)
     printf '%s %s %s %s %s\n' "$kind" "$t0" "$("$HA" port --name "$g" "$old")" "$("$HA" port --name "$g" "$new")" "$seen" \
         | tr ' ' '\t' >> "$OUT/events.tsv"
@@ -198,7 +227,7 @@ assert_phase() {
 
 run_faults() {   # run_faults GROUP PHASE MODE KILLS
     local g=$1 phase=$2 mode=$3 kills=$4 k
-    REWINDS=0
+    REWINDS=0 MODE=$mode
     start_load "$g" "$phase"
     for k in $(seq 1 "$kills"); do
         lagging_kill "$g" || break
@@ -258,8 +287,7 @@ if [[ " $PHASES " == *" sync "* || " $PHASES " == *" async "* ]]; then
     create_table "$G"
     if [[ " $PHASES " == *" sync "* ]]; then
         # Patroni names the synchronous standby a loop or two after the group is healthy
-        has_sync() { [ "$("$HA" psql --name "$G" -At -c "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'" 2>/dev/null)" = 1 ]; }
-        wait_until 60 "a synchronous standby" has_sync || true
+        wait_until 60 "Patroni naming a synchronous standby" sync_named "$G" || true
         check "sync phase: synchronous_standby_names set by Patroni" \
             "$("$HA" psql --name "$G" -At -c 'SHOW synchronous_standby_names' | tr -d ' ')" != ""
         run_faults "$G" sync sync 3
