@@ -171,7 +171,7 @@ why_no_leader() {
     for n in node1 node2 node3; do
         [ "$n" = "$2" ] && continue
         m=$("$HA" members --name "$1" 2>/dev/null | awk -v n="$n" '$1 == n {print $2, $3, "timeline", $4, "lag", $5}')
-        last=$(no_frames "$("$CLUSTER" rundir)/$1/$n/patroni.log" | grep -v 'no action' | tail -2 \
+        last=$(no_frames "$("$CLUSTER" rundir)/$1/$n/patroni.log" | grep -Ev 'no action|Lock owner|heartbeat connection' | tail -2 \
             | sed -E 's/^[0-9-]+ [0-9:,]+ //' | tr '\n' ' ' | cut -c1-300)
         ko "no leader: $n ${m:-not a member}; Patroni: $last"
     done
