@@ -25,7 +25,8 @@
 # value handed out twice and every acknowledged insert on the final leader; every rejoin streams.
 # Reported, not asserted: failover time, time to the first id after it, client errors, rewinds,
 # acknowledged inserts missing after an asynchronous failover.
-# Env: HA_BASE_PORT (default 30450: ports 30450-30497; the lease group uses +24), HA_PHASES="sync async lease".
+# Env: HA_BASE_PORT (default 30450: ports 30450-30497; the lease group uses +24), HA_PHASES="sync async lease",
+# HA_KEEP=DIR (keep the recorded values, and of a failed run every node's Patroni and server logs).
 set -euo pipefail
 ROOT=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 # shellcheck source=../integration/lib.bash
