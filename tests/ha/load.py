@@ -7,7 +7,8 @@ Usage: load.py DSN OUTDIR [--inserters N] [--selectors N]
               (id DEFAULT snowflake_next(), seg DEFAULT segment_next('ha_ins'); autocommit: a row
               returned is an acknowledged commit)
   selector i: SELECT snowflake_next(), segment_next('ha_sel'), inet_server_port()
-  After an error the client closes its connection, waits 20 ms and reconnects (libpq tries the
+  After an error the client closes its connection, waits (20 ms, doubled while errors last, at
+  most 0.5 s) and reconnects (libpq tries the
   hosts in order); nothing is retried inside a transaction, so a value is recorded only when the
   server returned it.
 Output (written at stop): OUTDIR/values.tsv, one line per value handed out:
@@ -42,12 +43,15 @@ def client(kind, i):
         sql = "SELECT snowflake_next(), segment_next('ha_sel'), inet_server_port()"
         args = None
     conn = None
+    pause = 0.02   # after an error; doubled up to 0.5 s while errors last, so that five clients do
+                   # not fork hundreds of backends a second on the standbys while no leader runs
     while not os.path.exists(STOP):
         try:
             if conn is None:
                 conn = psycopg.connect(DSN, autocommit=True)
             row = conn.execute(sql, args).fetchone()
             t = time.time()
+            pause = 0.02
             with lock:
                 values.append((kind, row[0], row[1], row[2], t))
         except psycopg.Error as e:
@@ -61,7 +65,8 @@ def client(kind, i):
             except Exception:
                 pass
             conn = None
-            time.sleep(0.02)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
     if conn is not None:
         conn.close()
 

@@ -143,8 +143,9 @@ sync_named_first() {
 lagging_kill() {   # lagging_kill GROUP
     local g=$1 old new t0 seen pids=() n mp
     old=$("$HA" leader --name "$g")
-    sync_named_first "$g"
-    wait_until 60 "a WAL receiver on each standby of $old" receivers "$g" "$old" || true
+    # both at the same moment: a receiver that restarts meanwhile can make Patroni drop the name
+    ready_to_lag() { { [ "${MODE:-}" != sync ] || sync_named "$g"; } && receivers "$g" "$old"; }
+    wait_until 60 "a WAL receiver on each standby of $old$([ "${MODE:-}" != sync ] || echo ', one of them named synchronous by Patroni')" ready_to_lag || true
     pids=(${RECEIVERS[@]+"${RECEIVERS[@]}"})
     [ ${#pids[@]} -gt 0 ] || ko "no WAL receiver found on the standbys of $old"
     kill -STOP "${pids[@]}" 2>/dev/null || true
@@ -158,10 +159,20 @@ lagging_kill() {   # lagging_kill GROUP
 switchover() {   # switchover GROUP
     local g=$1 old t0
     old=$("$HA" leader --name "$g")
-    sync_named_first "$g"
     t0=$(now)
-    "$HA" patronictl --name "$g" switchover --leader "$old" --force "$g" >/dev/null 2>&1 \
-        || ko "patronictl switchover from $old failed"
+    # patronictl prints a refusal (a candidate that answered its health check late, no synchronous
+    # standby named yet) and exits 0: asked again, bounded, until the leader moves
+    try_switchover() {
+        local out
+        sync_named_first "$g"
+        out=$("$HA" patronictl --name "$g" switchover --leader "$old" --force "$g" 2>&1) || true
+        if grep -qiE 'failed|not possible|no good candidates|error' <<<"$out" \
+            && [ "$("$HA" leader --name "$g")" = "$old" ]; then
+            log "patronictl switchover refused, asked again: $(tail -1 <<<"$out")"
+            return 1
+        fi
+    }
+    wait_until 90 "patronictl switchover from $old accepted" try_switchover || true
     after_fault "$g" switchover "$old" "$t0"
 }
 # why_no_leader GROUP OLD: one failed-check line per other node, so that the summary of a failed
@@ -199,7 +210,7 @@ rejoin() {   # rejoin GROUP NODE: its Patroni again, it must stream; counts pg_r
     else
         ko "$n did not rejoin $g: $(tail -3 "$TMP/rejoin.err" | tr '\n' ' ')"
     fi
-    REWINDS=$((REWINDS + $(grep -c 'pg_rewind exit code=0' "$plog" 2>/dev/null || echo 0) - before))
+    REWINDS=$((REWINDS + $(grep -c 'pg_rewind exit code=0' "$plog" 2>/dev/null || true) - before))
 }
 wait_healthy() { wait_until 120 "every node of $1 streaming" "$HA" status --name "$1" >/dev/null 2>&1; }
 healthy_quiet() { "$HA" status --name "$1" >/dev/null 2>&1; }
@@ -295,7 +306,7 @@ if [[ " $PHASES " == *" sync "* || " $PHASES " == *" async "* ]]; then
     fi
     if [[ " $PHASES " == *" async "* ]]; then
         "$HA" patronictl --name "$G" edit-config --force -s synchronous_mode=false "$G" >/dev/null
-        nosync() { [ -z "$("$HA" psql --name "$G" -At -c 'SHOW synchronous_standby_names' 2>/dev/null)" ]; }
+        nosync() { local v; v=$("$HA" psql --name "$G" -At -c 'SHOW synchronous_standby_names' 2>/dev/null) && [ -z "$v" ]; }
         wait_until 60 "synchronous_standby_names empty" nosync && ok "async phase: no synchronous standby"
         run_faults "$G" async async 3
     fi
