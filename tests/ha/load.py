@@ -8,9 +8,8 @@ Usage: load.py DSN OUTDIR [--inserters N] [--selectors N]
               returned is an acknowledged commit)
   selector i: SELECT snowflake_next(), segment_next('ha_sel'), inet_server_port()
   After an error the client closes its connection, waits (20 ms, doubled while errors last, at
-  most 0.5 s) and reconnects (libpq tries the
-  hosts in order); nothing is retried inside a transaction, so a value is recorded only when the
-  server returned it.
+  most 0.5 s) and reconnects (libpq tries the hosts in order); nothing is retried inside a
+  transaction, so a value is recorded only when the server returned it.
 Output (written at stop): OUTDIR/values.tsv, one line per value handed out:
   kind (ins|sel)  snowflake id  segment value  server port  receive time (unix s)
 OUTDIR/errors.tsv: time, client, SQLSTATE (or the exception class), first line of the message.
