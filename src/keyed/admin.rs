@@ -78,8 +78,7 @@ fn keyed_create(
             Some("Use another name, or keyed_drop() it first (its values may then be handed out again)."),
         );
     }
-    let seqname = free_relation_name(&schema, "pg_idgen_keyed_", count + 1, 1000);
-    let Some(seqname) = seqname else {
+    let Some(seqname) = free_relation_name(&schema, "pg_idgen_keyed_", count + 1, 1000) else {
         raise(
             Code::ERRCODE_DUPLICATE_OBJECT,
             "no free name for the backing sequence of a keyed space",

@@ -187,7 +187,11 @@ fn entry_of(db: pg_sys::Oid, name: &str) -> Option<usize> {
 
 /// Under the spaces lock: the entry of (db, name) if it is backed by the configured sequence.
 fn current(db: pg_sys::Oid, name: &str, cfg: &Config) -> Option<Resolved> {
-    let i = entry_of(db, name)?;
+    entry_of(db, name).and_then(|i| resolved_at(i, cfg))
+}
+
+/// Under the spaces lock: entry `i` (in use) if it is backed by the configured sequence.
+fn resolved_at(i: usize, cfg: &Config) -> Option<Resolved> {
     let s = space(i);
     (s.seqoid == cfg.seqoid && s.step == cfg.step && s.section_size == cfg.section_size).then(|| Resolved {
         idx: i,
@@ -201,11 +205,12 @@ fn current(db: pg_sys::Oid, name: &str, cfg: &Config) -> Option<Resolved> {
 /// Under the spaces lock: the entry of (db, name) if it is backed by the configured sequence,
 /// else that entry re-initialised, else a free entry claimed. Arithmetic only.
 fn claim(db: pg_sys::Oid, name: &str, cfg: &Config, floor: i64) -> Option<Resolved> {
-    if let Some(res) = current(db, name, cfg) {
+    let mine = entry_of(db, name);
+    if let Some(res) = mine.and_then(|i| resolved_at(i, cfg)) {
         return Some(res);
     }
     let bytes = name.as_bytes();
-    let i = entry_of(db, name).or_else(|| (0..MAX_SPACES).find(|&i| !space(i).in_use))?;
+    let i = mine.or_else(|| (0..MAX_SPACES).find(|&i| !space(i).in_use))?;
     // SAFETY: the spaces lock is held exclusively: the identity fields are ours to write.
     unsafe {
         let h = header();
@@ -277,9 +282,9 @@ pub(super) fn check_writable() {
 /// Raises the space's durable bound to at least `need`: nextval on its backing sequence (whose
 /// increment is the step) until it returns `need` or more, the WAL flushed and synchronous
 /// standbys waited for, and only then the shared bound raised. Raises of one space are
-/// serialised by `RAISE_LOCK` on the sequence, so backends that reach the bound together raise it once: the others find it
-/// raised when they get the lock. Runs with no LWLock held. A space released meanwhile is left
-/// alone (the caller resolves it again).
+/// serialised by `RAISE_LOCK` on the sequence, so backends that reach the bound together raise it
+/// once: the others find it raised when they get the lock. Runs with no LWLock held. A space
+/// released meanwhile is left alone (the caller resolves it again).
 pub(super) fn raise_bound(res: &Resolved, name: &str, need: i64) {
     check_writable();
     let s = space(res.idx);

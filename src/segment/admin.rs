@@ -9,7 +9,7 @@ use super::config::{read_config, validate_tag};
 use super::errors::{missing_sequence, unknown_tag};
 use super::reserve::flush_wal_and_wait_for_sync_standbys;
 use super::table::{my_db, MAX_MULTIPLE, MAX_NODES, MAX_SLOTS, MAX_STEP};
-use crate::catalog::{extension_schema, qualified_relation_name, spi_failed, RunAs};
+use crate::catalog::{extension_schema, free_relation_name, qualified_relation_name, spi_failed, RunAs};
 use crate::errors::{raise, raise_full, required, Code};
 use crate::tables;
 
@@ -269,8 +269,7 @@ fn slot_arguments(
 /// Creates a backing sequence `pg_idgen_seg_<n>` (the first free `n` from `from` on; the name is
 /// generated, never derived from the tag) going up by `stride` from `start`, at `next`.
 pub(super) fn create_backing_sequence(schema: &str, from: i64, stride: i64, start: i64) -> String {
-    let seqname = crate::catalog::free_relation_name(schema, "pg_idgen_seg_", from, 10_000);
-    let Some(seqname) = seqname else {
+    let Some(seqname) = free_relation_name(schema, "pg_idgen_seg_", from, 10_000) else {
         raise(
             Code::ERRCODE_DUPLICATE_OBJECT,
             "no free name for the backing sequence of a segment tag",

@@ -74,15 +74,6 @@ ha_cleanup() {
 trap 'rc=$?; ha_cleanup; (exit $rc); cleanup' EXIT
 
 now() { date +%s.%N; }
-# wait_until SECONDS DESCRIPTION COMMAND...: bounded poll of a state
-wait_until() {
-    local limit=$1 what=$2; shift 2
-    local end=$((SECONDS + limit))
-    until "$@"; do
-        [ $SECONDS -lt $end ] || { ko "timeout after ${limit}s waiting for: $what"; return 1; }
-        sleep 0.2
-    done
-}
 progress() { cut -d' ' -f"$1" "$OUT/progress" 2>/dev/null || echo 0; }
 # values_from PORT N: the clients got N more values since MARK, the last one from PORT
 more_values_from() { [ "$(progress 1)" -ge $((MARK + $2)) ] && [ "$(progress 2)" = "$1" ]; }
@@ -179,10 +170,11 @@ switchover() {   # switchover GROUP
 # run says why Patroni promoted none: the member's role (sync_standby in synchronous mode), state,
 # timeline and lag, and its Patroni's last words
 why_no_leader() {
-    local n m last
+    local n m last members
+    members=$("$HA" members --name "$1" 2>/dev/null || true)
     for n in node1 node2 node3; do
         [ "$n" = "$2" ] && continue
-        m=$("$HA" members --name "$1" 2>/dev/null | awk -v n="$n" '$1 == n {print $2, $3, "timeline", $4, "lag", $5}')
+        m=$(awk -v n="$n" '$1 == n {print $2, $3, "timeline", $4, "lag", $5}' <<<"$members")
         last=$(no_frames "$("$CLUSTER" rundir)/$1/$n/patroni.log" | grep -Ev 'no action|Lock owner|heartbeat connection' | tail -2 \
             | sed -E 's/^[0-9-]+ [0-9:,]+ //' | tr '\n' ' ' | cut -c1-300)
         ko "no leader: $n ${m:-not a member}; Patroni: $last"

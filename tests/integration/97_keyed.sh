@@ -54,8 +54,8 @@ evseq=$(q "$P" "SELECT seq::regclass FROM pg_idgen_keyed_spaces WHERE space = 'e
 "$CLUSTER" psql "$P" -At -c "BEGIN" -c "ALTER SEQUENCE $evseq CACHE 1" -c "SELECT pg_sleep(600)" >/dev/null 2>&1 &
 BG_PIDS+=($!)
 held_lock() { [ "$(q "$P" "SELECT count(*) FROM pg_locks WHERE relation = '$evseq'::regclass AND mode = 'ShareRowExclusiveLock' AND granted")" = 1 ]; }
-for _ in $(seq 1 200); do held_lock && break; sleep 0.05; done
-check "the backing sequence is locked by an open ALTER SEQUENCE" "$(held_lock && echo yes)" == yes
+wait_until 10 "the backing sequence locked by an open ALTER SEQUENCE" held_lock \
+    && ok "the backing sequence is locked by an open ALTER SEQUENCE"
 check "a new session reads and takes values of a space in use while a raise lock is held" \
     "$(q "$P" "SET lock_timeout = '2s'" "SELECT keyed_last('evs', 2)" "SELECT keyed_next('evs', 2)" | xargs)" == "6 7"
 q "$P" "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'" >/dev/null

@@ -105,6 +105,16 @@ qdb() {
 
 ok() { PASSED=$((PASSED + 1)); printf '[%s] PASS: %s\n' "$TEST_NAME" "$*"; }
 ko() { FAILED=$((FAILED + 1)); FAILS+=("$*"); printf '[%s] FAIL: %s\n' "$TEST_NAME" "$*"; }
+# wait_until SECONDS DESCRIPTION COMMAND...: poll a state (every 0.2 s) until COMMAND succeeds; a
+# failed check naming DESCRIPTION when SECONDS pass first
+wait_until() {
+    local limit=$1 what=$2; shift 2
+    local end=$((SECONDS + limit))
+    until "$@"; do
+        [ $SECONDS -lt $end ] || { ko "timeout after ${limit}s waiting for: $what"; return 1; }
+        sleep 0.2
+    done
+}
 
 check() {
     local desc=$1 actual=$2 op=$3 expected=$4 res=1
