@@ -35,7 +35,7 @@
 #                (tests/monitoring/exporter.sh; make test-monitoring PG=NN; MONITORING_MAJORS)
 #   ha           tests/ha/run.sh, same install, PostgreSQL 15 only: a Patroni group (etcd, three
 #                nodes) failing over under load, every value handed out recorded (make test-ha)
-#   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0 (make test-extension-update PG=NN)
+#   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0, 0.4.0 (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
 # Builds are reused: one target/ for every major (dependencies compiled once; pgrx-pg-sys and
@@ -256,7 +256,7 @@ for m in "${MAJORS[@]}"; do
     fi
     if has_layer extupdate; then
         run_layer "$m" extupdate make --no-print-directory test-extension-update PG="$m"
-        line+="update from 0.1.0, 0.2.0 and 0.3.0 $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+        line+="update from 0.1.0, 0.2.0, 0.3.0 and 0.4.0 $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
     fi
     if has_layer package && [[ " $PACKAGE_MAJORS " == *" $m "* ]]; then
         profile=dev

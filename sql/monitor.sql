@@ -14,7 +14,7 @@ FROM (
     FROM @extschema@.snowflake_stats() s
     UNION ALL
     SELECT 'pg_idgen_logical_clock_lead_seconds', pg_catalog.jsonb_build_object('worker_id', s.worker_id::text),
-           s.lead_ms::float8 / 1000, 'gauge',
+           s.lead_ms::float8 OPERATOR(pg_catalog./) 1000::float8, 'gauge',
            'How far the generator''s logical clock runs ahead of the system clock (negative: behind, idle)'
     FROM @extschema@.snowflake_stats() s
     UNION ALL
@@ -52,7 +52,7 @@ FROM (
            'The lease worker''s state, as a label (value 1)'
     FROM @extschema@.snowflake_lease() k WHERE k.mode OPERATOR(pg_catalog.<>) 'off'
     UNION ALL
-    SELECT 'pg_idgen_lease_valid_seconds', '{}'::jsonb, k.valid_for_ms::float8 / 1000, 'gauge',
+    SELECT 'pg_idgen_lease_valid_seconds', '{}'::jsonb, k.valid_for_ms::float8 OPERATOR(pg_catalog./) 1000::float8, 'gauge',
            'Seconds this node may still generate on its lease without a renewal'
     FROM @extschema@.snowflake_lease() k WHERE k.mode OPERATOR(pg_catalog.<>) 'off'
     UNION ALL
