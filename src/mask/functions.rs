@@ -91,17 +91,20 @@ pub(super) fn ff1_sql(
     tweak: &[u8],
     decrypt: bool,
 ) -> Vec<i32> {
-    // the bounds first: a long array is refused before it is converted or encrypted (one call
+    // the bounds first: the radix (the numerals' bounds are computed from it, for any int4), then
+    // the lengths, so that a long array is refused before it is converted or encrypted (one call
     // is then short, and a statement of many calls is interrupted between them)
-    if (2..=65536).contains(&radix) {
-        core_mask::check_ff1_lengths(radix as u32, numerals.len(), tweak.len()).unwrap_or_else(|e| ff1_error(e));
+    if !(2..=65536).contains(&radix) {
+        raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, format!("an FF1 radix is 2 to 65536, not {radix}"), None);
     }
+    let radix = radix as u32;
+    core_mask::check_ff1_lengths(radix, numerals.len(), tweak.len()).unwrap_or_else(|e| ff1_error(e));
     let ns: Vec<u16> = numerals
         .iter()
         .enumerate()
         .map(|(i, n)| match n {
             None => raise(Code::ERRCODE_NULL_VALUE_NOT_ALLOWED, format!("numeral {} is NULL", i + 1), None),
-            Some(n) if (0..radix.max(0)).contains(n) && *n <= u16::MAX as i32 => *n as u16,
+            Some(n) if u32::try_from(*n).is_ok_and(|n| n < radix) => *n as u16,
             Some(n) => raise(
                 Code::ERRCODE_INVALID_PARAMETER_VALUE,
                 format!("numeral {} is {n}; numerals of radix {radix} are 0 .. {}", i + 1, radix - 1),
@@ -109,7 +112,6 @@ pub(super) fn ff1_sql(
             ),
         })
         .collect();
-    let radix = u32::try_from(radix).unwrap_or(0);
     core_mask::ff1(key, tweak, radix, &ns, decrypt)
         .map(|v| v.into_iter().map(i32::from).collect())
         .unwrap_or_else(|e: Ff1Error| ff1_error(e))

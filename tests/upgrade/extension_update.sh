@@ -34,6 +34,7 @@ set -euo pipefail
 MAJOR=${1:-15}
 . "$(dirname "$0")/../integration/lib.bash" "$(cd "$(dirname "$0")/../.." && pwd)"
 . "$ROOT/tests/upgrade/lib.bash"
+. "$ROOT/tests/security/lib.bash"
 TEST_NAME=extension_update_pg$MAJOR
 OLD_TAG=v0.1.0 OLD_VERSION=0.1.0
 OLD_COMMIT=db7f0ff240aac5687ff1bc5a740eeb8cd99809d4   # what v0.1.0 names
@@ -78,6 +79,7 @@ db "$OLD" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
     "INSERT INTO strided (n) SELECT g FROM generate_series(1, 1000) g" \
     "INSERT INTO adaptive (n) SELECT g FROM generate_series(1, 1000) g" \
     "CREATE TABLE stream (id bigint PRIMARY KEY DEFAULT snowflake_next(), n int UNIQUE NOT NULL)" >/dev/null
+hostile_before_update "$OLD" app
 # databases the update must refuse, or warn about, with the tags named
 q "$OLD" "CREATE DATABASE ascii ENCODING 'SQL_ASCII' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'" \
       "CREATE DATABASE edited" "CREATE DATABASE dangling" "CREATE DATABASE viewdb" >/dev/null
@@ -164,6 +166,7 @@ check "the mismatch changed nothing: tags as before" "$(db "$NEW" "$tags_sql")" 
 
 # ---------------------------------------------------------------- 4. ALTER EXTENSION UPDATE
 if out=$(db "$NEW" "ALTER EXTENSION pg_idgen UPDATE" 2>&1); then ok "ALTER EXTENSION pg_idgen UPDATE: $out"; else ko "ALTER EXTENSION pg_idgen UPDATE: $out"; finish; fi
+hostile_after_update "$NEW" "after the update from $OLD_VERSION"
 check "after the update: version" "$(db "$NEW" "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION"
 expect_sql_error "$NEW" 0A000 "needs a UTF8 database" "\\c ascii" "ALTER EXTENSION pg_idgen UPDATE"
 check "a SQL_ASCII database stays at $OLD_VERSION" "$(qdb "$NEW" ascii "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"

@@ -24,6 +24,7 @@ set -euo pipefail
 MAJOR=${1:-15}
 . "$(dirname "$0")/../integration/lib.bash" "$(cd "$(dirname "$0")/../.." && pwd)"
 . "$ROOT/tests/upgrade/lib.bash"
+. "$ROOT/tests/security/lib.bash"
 TEST_NAME=extension_update_020_pg$MAJOR
 use "$MAJOR"
 released_for v0.2.0 0.2.0 2b5590ab96c6d0c3f1cbeb950d7f94e3b865c09c "$MAJOR"   # the commit v0.2.0 names
@@ -37,6 +38,7 @@ install_old
 cluster_start "$C" 28949 "${OPTS[@]}"
 q "$C" "CREATE DATABASE app" "CREATE DATABASE viewdb" >/dev/null
 make_app_state "$C"
+hostile_before_update "$C" app
 qdb "$C" viewdb "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
     "CREATE VIEW worker_source AS SELECT worker_id, source FROM snowflake_worker()" >/dev/null
 check "old: extension version" "$(db "$C" "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
@@ -79,6 +81,7 @@ check "the view dropped, the update done, the view created again (source NULL, l
 if out=$(db "$C" "ALTER EXTENSION pg_idgen UPDATE" 2>&1); then ok "ALTER EXTENSION pg_idgen UPDATE in app"; else ko "ALTER EXTENSION pg_idgen UPDATE: $out"; finish; fi
 check "after the update: version" "$(db "$C" "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION"
 check_like_fresh "$C" app "updated database has exactly the objects of a fresh $NEW_VERSION install"
+hostile_after_update "$C" "after the update from $OLD_VERSION"
 check "the lease objects are there: pg_idgen_leases (empty), snowflake_lease() off" \
     "$(db "$C" "SELECT (SELECT count(*) FROM pg_idgen_leases) || ' ' || (SELECT mode FROM snowflake_lease())")" == "0 off"
 check "snowflake_worker(): worker 9 from the table, confirmed, lease off" \

@@ -19,6 +19,7 @@ set -euo pipefail
 MAJOR=${1:-15}
 . "$(dirname "$0")/../integration/lib.bash" "$(cd "$(dirname "$0")/../.." && pwd)"
 . "$ROOT/tests/upgrade/lib.bash"
+. "$ROOT/tests/security/lib.bash"
 TEST_NAME=extension_update_030_pg$MAJOR
 use "$MAJOR"
 released_for v0.3.0 0.3.0 ec0314fa6fc4b89f40363d5027fd58f6bae67f81 "$MAJOR"   # the commit v0.3.0 names
@@ -33,6 +34,7 @@ install_old
 cluster_start "$C" 28950 "${OPTS[@]}"
 q "$C" "CREATE DATABASE app" >/dev/null
 make_app_state "$C"
+hostile_before_update "$C" app
 check "old: extension version" "$(db "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
 check "old: 3000 ids of worker 9" "$(db "SELECT count(*) FROM orders WHERE (uid_decode(id)).worker_id = 9")" -eq 3000
 db "INSERT INTO pg_idgen_leases (worker_id, system_identifier, node_name, host, port, token, since, renewed_at, lease_until, hwm_ms)
@@ -64,6 +66,7 @@ check "before the update: no backend terminated by a signal" \
 if out=$(db "ALTER EXTENSION pg_idgen UPDATE" 2>&1); then ok "ALTER EXTENSION pg_idgen UPDATE in app"; else ko "ALTER EXTENSION pg_idgen UPDATE: $out"; finish; fi
 check "after the update: version" "$(db "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION"
 check_like_fresh "$C" app "updated database has exactly the objects of a fresh $NEW_VERSION install"
+hostile_after_update "$C" "after the update from $OLD_VERSION"
 check "snowflake_worker(): worker 9 from the table, confirmed, lease off" \
     "$(db "SELECT format('%s %s %s %s', worker_id, source, confirmed, lease) FROM snowflake_worker()")" == "9 table t off"
 check "the lease row kept" "$(db "$LEASE_ROW")" == "$old_lease"

@@ -18,6 +18,7 @@ set -euo pipefail
 MAJOR=${1:-15}
 . "$(dirname "$0")/../integration/lib.bash" "$(cd "$(dirname "$0")/../.." && pwd)"
 . "$ROOT/tests/upgrade/lib.bash"
+. "$ROOT/tests/security/lib.bash"
 TEST_NAME=extension_update_040_pg$MAJOR
 use "$MAJOR"
 released_for v0.4.0 0.4.0 069ce599b473c10c9d43c12180429cfdd89e3c8d "$MAJOR"   # the commit v0.4.0 names
@@ -30,9 +31,10 @@ KEYED_SQL="SELECT string_agg(format('%s:%s', k, keyed_last('chat', k)), ' ' ORDE
 
 # ---------------------------------------------------------------- 1. state made by 0.4.0
 install_old
-cluster_start "$C" 28952 "${OPTS[@]}"
+cluster_start "$C" 28957 "${OPTS[@]}"
 q "$C" "CREATE DATABASE app" >/dev/null
 make_app_state "$C"
+hostile_before_update "$C" app
 db "SELECT keyed_create('chat', step => 1000)" \
    "SELECT keyed_next('chat', k) FROM generate_series(1, 5) k, generate_series(1, 3) r" \
    "SELECT segment_create('slotted', step => 10, slots => 4, owned => ARRAY[1, 3])" \
@@ -69,7 +71,7 @@ check "before the update: no backend terminated by a signal" \
 if out=$(db "ALTER EXTENSION pg_idgen UPDATE" 2>&1); then ok "ALTER EXTENSION pg_idgen UPDATE in app"; else ko "ALTER EXTENSION pg_idgen UPDATE: $out"; finish; fi
 check "after the update: version" "$(db "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION"
 check_like_fresh "$C" app "updated database has exactly the objects of a fresh $NEW_VERSION install"
-check_sql_binds_inside "$C" app "after the update from $OLD_VERSION"
+hostile_after_update "$C" "after the update from $OLD_VERSION"
 check "snowflake_worker(): worker 9 from the table, confirmed, lease off" \
     "$(db "SELECT format('%s %s %s %s', worker_id, source, confirmed, lease) FROM snowflake_worker()")" == "9 table t off"
 check "the lease row kept" "$(db "$LEASE_ROW")" == "$old_lease"

@@ -84,6 +84,7 @@ SELECT regress_sqlstate_of($$SELECT uid_ff1_encrypt('\x2B7E151628AED2A6ABF715880
 SELECT regress_sqlstate_of($$SELECT uid_ff1_encrypt('\x2B7E151628AED2A6ABF7158809CF4F3C', 10, '{1,2,3,4,5,10}')$$);
 SELECT regress_sqlstate_of($$SELECT uid_ff1_encrypt('\x2B7E151628AED2A6ABF7158809CF4F3C', 10, '{1,2,3,NULL,5,6}')$$);
 SELECT regress_sqlstate_of($$SELECT uid_ff1_encrypt('\x2B7E151628AED2A6ABF7158809CF4F3C', 1, '{0,0,0,0,0,0}')$$);
+SELECT regress_sqlstate_of($$SELECT uid_ff1_encrypt('\x2B7E151628AED2A6ABF7158809CF4F3C', -2147483648, '{1}')$$);   -- the lowest int4: no overflow
 
 -- text codes
 SELECT uid_to_text(0) AS zero, uid_to_text(1234) AS c, uid_to_text(1234, 'crockford_check') AS cc,

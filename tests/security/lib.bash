@@ -1,0 +1,113 @@
+# tests/security/lib.bash — the guards against the privilege holes of an extension's SQL, shared by
+# the fresh-install test (tests/integration/55_sql_guards.sh) and every update test
+# (tests/upgrade/extension_update*.sh). Source it after tests/integration/lib.bash.
+#
+#   check_sql_binds_inside C DB DESC   tests/security/audit.sql finds nothing: every member of the
+#                                      extension binds only pg_catalog's objects and its own, and
+#                                      every string-bodied or SECURITY DEFINER function pins
+#                                      search_path = pg_catalog, pg_temp
+#   hostile_db C DB OWNER [NAMESDB]    database DB owned by the ordinary role OWNER, who owns its
+#                                      schema public (the extension's schema) and a schema OWNER
+#                                      and has planted in them a shadow of every function and
+#                                      operator name the extension uses (tests/security/plant.sql;
+#                                      the names from the source and from the catalog of NAMESDB,
+#                                      a database with the extension), and who made OWNER, then
+#                                      pg_catalog, the database's default search_path
+#   hostile_forget C DB                forget the shadow calls so far (those of an old version's
+#                                      install script, in an update test)
+#   check_hostile_calls C DB OWNER DESC  a superuser, then OWNER, call every function and read
+#                                      every view of the extension (gen_calls.sql, mode sample)
+#                                      with the database's search_path; no shadow ran, OWNER is
+#                                      no superuser
+SECURITY_DIR=$ROOT/tests/security
+
+# psql in DB of cluster C as ROLE, with pg_catalog alone on the path (the harness's own queries)
+sec_q() {
+    local c=$1 db=$2 role=$3 args=() s; shift 3
+    for s in "$@"; do args+=(-c "$s"); done
+    PGOPTIONS="-c search_path=pg_catalog,pg_temp ${PGOPTIONS:-}" "$CLUSTER" psql "$c" -U "$role" -d "$db" -At "${args[@]}"
+}
+
+check_sql_binds_inside() {
+    local c=$1 db=$2 desc=$3 out
+    out=$("$CLUSTER" psql "$c" -d "$db" -At -f "$SECURITY_DIR/audit.sql" 2>&1) \
+        || { ko "$desc: the audit did not run: $out"; return; }
+    out=$(grep -v '^CREATE VIEW$' <<<"$out" || true)
+    if [ -z "$out" ]; then
+        ok "$desc: every member of pg_idgen binds only pg_catalog's objects and its own; string bodies pin their search_path"
+    else
+        ko "$desc: the audit found $(wc -l <<<"$out") violation(s)"
+        sed 's/^/    /' <<<"$out" | head -40
+    fi
+}
+
+hostile_db() {
+    local c=$1 db=$2 owner=$3 namesdb=${4:-} names funcs ops bound
+    q "$c" "DO \$\$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$owner') THEN CREATE ROLE $owner LOGIN NOSUPERUSER; END IF; END \$\$" \
+        "CREATE DATABASE $db OWNER $owner" >/dev/null
+    sec_q "$c" "$db" "$owner" "CREATE SCHEMA $owner" >/dev/null
+    names=$(python3 "$SECURITY_DIR/shadow_names.py" "$ROOT")
+    funcs=$(sed -n 1p <<<"$names") ops=$(sed -n 2p <<<"$names")
+    if [ -n "$namesdb" ]; then
+        bound=$("$CLUSTER" psql "$c" -d "$namesdb" -At -f "$SECURITY_DIR/bound_names.sql" | grep -v '^CREATE VIEW$')
+        funcs="$funcs $(sed -n 1p <<<"$bound")" ops="$ops $(sed -n 2p <<<"$bound")"
+    fi
+    local sch exact out
+    for sch in public "$owner"; do
+        exact=off; [ "$sch" = public ] || exact=on
+        out=$("$CLUSTER" psql "$c" -U "$owner" -d "$db" -At -v funcs="$funcs" -v ops="$ops" \
+                -v schema="$sch" -v exact="$exact" -v owner="$owner" -f "$SECURITY_DIR/plant.sql" 2>&1) \
+            || { ko "planting shadows in $db.$sch failed: $out"; return 1; }
+        log "$db: $(grep -o 'planted [0-9]* shadows in schema .*' <<<"$out")"
+    done
+    sec_q "$c" "$db" "$owner" "ALTER DATABASE $db SET search_path = $owner, pg_catalog, public" >/dev/null
+    HOSTILE_SHADOWS=$(sec_q "$c" "$db" "$owner" "SELECT count(*) FROM pg_proc WHERE pronamespace IN ('public'::regnamespace, '$owner'::regnamespace) AND prosrc LIKE '%hostile_hit%'")
+    check "$db: $owner planted shadows of the extension's names" "$HOSTILE_SHADOWS" -gt 1000
+}
+
+hostile_forget() { sec_q "$1" "$2" postgres "TRUNCATE public.hostile_calls" >/dev/null; }
+
+check_hostile_calls() {
+    local c=$1 db=$2 owner=$3 desc=$4 calls role n hits
+    calls=$TMP/hostile-calls-$db.sql
+    "$CLUSTER" psql "$c" -d "$db" -At -v mode=sample -f "$SECURITY_DIR/gen_calls.sql" | grep -v '^SET$' > "$calls"
+    n=$(wc -l < "$calls")
+    for role in postgres "$owner"; do
+        # the database's own search_path (the hostile schema first); errors are expected (wrong
+        # tags, refusals): only what ran matters
+        PGOPTIONS="-c statement_timeout=10s" "$CLUSTER" psql "$c" -U "$role" -d "$db" -At -v ON_ERROR_STOP=0 -f "$calls" >/dev/null 2>&1 || true
+    done
+    hits=$(sec_q "$c" "$db" postgres "SELECT count(*) FROM public.hostile_calls")
+    check "$desc: $n calls and views as a superuser and as $owner with $owner's schema first: no planted function or operator ran" "$hits" -eq 0
+    [ "$hits" = 0 ] || sec_q "$c" "$db" postgres "SELECT what || ' by ' || by_user || ': ' || count(*) FROM public.hostile_calls GROUP BY what, by_user ORDER BY 1 LIMIT 20" | sed 's/^/    /'
+    check "$desc: $owner is still no superuser" "$(sec_q "$c" "$db" postgres "SELECT rolsuper FROM pg_roles WHERE rolname = '$owner'")" == f
+}
+
+# The hostile database of an update test: made (and the released version installed there by a
+# superuser) while the old library is installed, updated and checked after the update of app.
+#   hostile_before_update C OLDDB      hostile_db C hostile mallory OLDDB, then CREATE EXTENSION
+#                                      (the old version); the shadow calls of the old install
+#                                      script are forgotten (what an old release did is history)
+#   hostile_after_update C DESC        ALTER EXTENSION pg_idgen UPDATE by a superuser in it, then
+#                                      check_sql_binds_inside and check_hostile_calls
+hostile_before_update() {
+    local c=$1 olddb=$2
+    hostile_db "$c" hostile mallory "$olddb"
+    qdb "$c" hostile "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen SCHEMA public" >/dev/null
+    hostile_forget "$c" hostile
+}
+hostile_after_update() {
+    local c=$1 desc=$2 out
+    if out=$(qdb "$c" hostile "SET client_min_messages = warning" "ALTER EXTENSION pg_idgen UPDATE" 2>&1); then
+        ok "$desc: ALTER EXTENSION pg_idgen UPDATE by a superuser in mallory's database"
+    else
+        ko "$desc: ALTER EXTENSION pg_idgen UPDATE in mallory's database: $out"; return
+    fi
+    check "$desc: the update ran no shadow" "$(sec_q "$c" hostile postgres "SELECT count(*) FROM public.hostile_calls")" -eq 0
+    check_sql_binds_inside "$c" hostile "$desc (mallory's database)"
+    sec_q "$c" hostile postgres "SET client_min_messages = warning" \
+        "SELECT public.segment_create('hostile', 10)" "SELECT public.keyed_create('hostile')" \
+        "SELECT public.uid_mask_key_create('hostile')" \
+        "SELECT public.uid_layout_register('hostile', '2020-01-01Z', 41, 10, 12)" >/dev/null
+    check_hostile_calls "$c" hostile mallory "$desc"
+}
