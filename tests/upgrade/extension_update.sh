@@ -29,6 +29,10 @@
 #  5. pg_dump -Fc / pg_restore of the updated database: same objects, same rows, the sequences'
 #     values and their link restored, generation continues above; DROP EXTENSION refuses while
 #     tables' DEFAULTs use it (2BP01), DROP EXTENSION ... CASCADE leaves no pg_idgen relation.
+# The same update runs in a database whose owner, an ordinary role, planted shadows of every name
+# the extension uses before the old version was installed there (tests/security/lib.bash): after
+# it, the catalog audit finds nothing and no shadow runs when a superuser and that role call every
+# function and read every view.
 # At exit the test build is installed into PostgreSQL 15 again and 0.1.0's script removed.
 set -euo pipefail
 MAJOR=${1:-15}

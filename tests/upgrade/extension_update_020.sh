@@ -19,6 +19,10 @@
 #     (tests/upgrade/objects.sql); rows, worker id, layout, tags and mask key kept (the same masked
 #     values); snowflake_worker() has its column lease ('off'), snowflake_lease() says 'off'; new
 #     ids and segment values above every old one, none twice.
+# The same update runs in a database whose owner, an ordinary role, planted shadows of every name
+# the extension uses before the old version was installed there (tests/security/lib.bash): after
+# it, the catalog audit finds nothing and no shadow runs when a superuser and that role call every
+# function and read every view.
 # At exit the test build is installed into PostgreSQL MAJOR again and 0.2.0's script removed.
 set -euo pipefail
 MAJOR=${1:-15}

@@ -14,6 +14,10 @@
 #     mismatch (55000, with the ALTER EXTENSION hint); the server does not crash.
 #  4. ALTER EXTENSION pg_idgen UPDATE: the objects equal a fresh install's
 #     (tests/upgrade/objects.sql); the state kept (check_app_state_kept), the lease row kept.
+# The same update runs in a database whose owner, an ordinary role, planted shadows of every name
+# the extension uses before the old version was installed there (tests/security/lib.bash): after
+# it, the catalog audit finds nothing and no shadow runs when a superuser and that role call every
+# function and read every view.
 # At exit the test build is installed into PostgreSQL MAJOR again and 0.3.0's script removed.
 set -euo pipefail
 MAJOR=${1:-15}

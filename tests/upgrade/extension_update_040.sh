@@ -11,8 +11,11 @@
 #  3. Before the update: functions that read the extension's tables refuse with the version
 #     mismatch (55000, with the ALTER EXTENSION hint); the server does not crash.
 #  4. ALTER EXTENSION pg_idgen UPDATE: the objects equal a fresh install's
-#     (tests/upgrade/objects.sql), the extension's SQL binds nothing outside pg_catalog and the
-#     extension (tests/security/audit.sql), the state kept, keyed values continue above the old.
+#     (tests/upgrade/objects.sql), the state kept, keyed values continue above the old.
+#  The same update in a database whose owner, an ordinary role, planted shadows before 0.4.0 was
+#  installed there (tests/security/lib.bash): the audit finds 0.4.0's hole before the update (its
+#  pg_idgen_metrics bound the planted /), nothing after it, and no shadow runs when a superuser
+#  and that role call every function and read every view.
 # At exit the test build is installed into PostgreSQL MAJOR again and 0.4.0's script removed.
 set -euo pipefail
 MAJOR=${1:-15}
@@ -35,6 +38,8 @@ cluster_start "$C" 28957 "${OPTS[@]}"
 q "$C" "CREATE DATABASE app" >/dev/null
 make_app_state "$C"
 hostile_before_update "$C" app
+check_match "0.4.0 in mallory's database: the audit finds 0.4.0's hole (pg_idgen_metrics bound the planted /)" \
+    "$("$CLUSTER" psql "$C" -d hostile -At -f "$SECURITY_DIR/audit.sql" 2>&1)" "view (public\.)?pg_idgen_metrics binds operator (public\.)?/\(double precision,integer\)"
 db "SELECT keyed_create('chat', step => 1000)" \
    "SELECT keyed_next('chat', k) FROM generate_series(1, 5) k, generate_series(1, 3) r" \
    "SELECT segment_create('slotted', step => 10, slots => 4, owned => ARRAY[1, 3])" \
