@@ -8,7 +8,7 @@ use std::rc::Rc;
 use pg_idgen_core::mask::{Mask, MaskError};
 use pgrx::prelude::*;
 
-use crate::catalog::RunAs;
+use crate::catalog::{PinnedSearchPath, RunAs};
 use crate::errors::{raise, raise_full, Code};
 use crate::tables;
 
@@ -63,6 +63,8 @@ pub(super) fn key_table() -> (pg_sys::Oid, pg_sys::Oid) {
     if let Some(t) = TABLE.with(|t| t.get()) {
         return t;
     }
+    // every name is qualified; the pinned path keeps it so should a later edit forget one
+    let _path = PinnedSearchPath::new();
     let t = Spi::connect(|client| {
         let row = client
             .select(

@@ -32,28 +32,48 @@ started=$(q "$C" "SELECT pg_postmaster_start_time()")
 # ---------------------------------------------------------------- 1. the catalog audit
 q "$C" "CREATE DATABASE ref" >/dev/null
 qdb "$C" ref "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
+NEW_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
+check "the version under test is installed" "$(qdb "$C" ref "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION"
 check_sql_binds_inside "$C" ref "fresh install"
+sites=$(python3 "$SECURITY_DIR/nonexact.py" report -- "$CLUSTER" psql "$C" -d ref)
+log "call sites whose argument types the parser coerced (each must be schema-qualified):"
+sed 's/^/    /' <<<"$sites"
+check "the node-tree walk finds the coerced sites it must (pg_idgen_metrics calls jsonb_build_object on text)" \
+    "$(grep -c 'pg_idgen_metrics: jsonb_build_object' <<<"$sites" || true)" -ge 1
 
 # ---------------------------------------------------------------- 2. the hostile install
 hostile_db "$C" hostile mallory ref
 qdb "$C" hostile "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen SCHEMA public" >/dev/null
+check "hostile: the version under test is installed in public" \
+    "$(sec_q "$C" hostile postgres "SELECT extversion || ' ' || extnamespace::regnamespace FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION public"
 check "hostile: the superuser's CREATE EXTENSION ran no shadow" "$(sec_q "$C" hostile postgres "SELECT count(*) FROM public.hostile_calls")" -eq 0
 check_sql_binds_inside "$C" hostile "hostile install"
-# state for the calls to reach past "unknown tag": a tag, a space, a mask key, a layout named hostile
-sec_q "$C" hostile postgres "SET client_min_messages = warning" \
-    "SELECT public.segment_create('hostile', 10)" "SELECT public.keyed_create('hostile')" \
-    "SELECT public.uid_mask_key_create('hostile')" \
-    "SELECT public.uid_layout_register('hostile', '2020-01-01Z', 41, 10, 12)" >/dev/null
+hostile_state "$C" hostile
 check_hostile_calls "$C" hostile mallory "hostile install"
-# the control: the hole of 0.4.0's pg_idgen_metrics, made by hand, is caught by both guards
-PGOPTIONS="-c search_path=public" sec_q "$C" hostile postgres "CREATE VIEW public.hostile_control AS SELECT 1::float8 / 1000 AS v" \
-    "ALTER EXTENSION pg_idgen ADD VIEW public.hostile_control" >/dev/null
-check_match "control: a member dividing with a bare / on (float8, integer) is reported by the audit" \
-    "$("$CLUSTER" psql "$C" -d hostile -At -f "$SECURITY_DIR/audit.sql" 2>&1)" "view (public\.)?hostile_control binds operator (public\.)?/\(double precision,integer\)"
-sec_q "$C" hostile postgres "SELECT v FROM public.hostile_control" >/dev/null
-check "control: reading it as a superuser runs the planted operator" \
-    "$(sec_q "$C" hostile postgres "SELECT count(*) FROM public.hostile_calls WHERE what = 'operator /(double precision, integer)'")" -ge 1
-check "control: and the planted operator made its owner a superuser" "$(sec_q "$C" hostile postgres "SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'")" == t
+# the controls: holes made by hand the way 0.4.0's pg_idgen_metrics was (a bare / on (float8,
+# integer)), and through each other path a name resolves by: a function reached by an implicit
+# cast, a polymorphic aggregate, a variadic function, an array operator. Each must be reported by
+# the audit, and each must run its shadow when a superuser reads it — so the guards are not vacuous.
+CONTROLS=(
+    "operator /(double precision,integer)|SELECT 1::float8 / 1000 AS v"
+    "function length(character varying)|SELECT length('x'::varchar) AS v"
+    "function array_agg(integer)|SELECT array_agg(x) AS v FROM (VALUES (1), (2)) t(x)"
+    "function jsonb_build_object(text,text)|SELECT jsonb_build_object('k', 'v'::text) AS v"
+    "operator =(integer[],integer[])|SELECT ARRAY[1] = ARRAY[1] AS v"
+)
+i=0
+for ctl in "${CONTROLS[@]}"; do
+    what=${ctl%%|*} sql=${ctl#*|} i=$((i + 1))
+    PGOPTIONS="-c search_path=public" sec_q "$C" hostile postgres "CREATE VIEW public.hostile_control_$i AS $sql" \
+        "ALTER EXTENSION pg_idgen ADD VIEW public.hostile_control_$i" >/dev/null
+    re="view (public\.)?hostile_control_$i binds ${what%% *} (public\.)?$(sed 's/[][()|.*+?^$]/\\&/g' <<<"${what#* }")"
+    check_match "control $i ($what): the audit reports it" \
+        "$("$CLUSTER" psql "$C" -d hostile -At -f "$SECURITY_DIR/audit.sql" 2>&1)" "$re"
+    sec_q "$C" hostile postgres "TRUNCATE public.hostile_calls" "SELECT * FROM public.hostile_control_$i" >/dev/null
+    check "control $i ($what): reading it as a superuser runs the planted code" \
+        "$(sec_q "$C" hostile postgres "SELECT count(*) FROM public.hostile_calls")" -ge 1
+done
+check "the controls made mallory a superuser (what the guards prevent)" "$(sec_q "$C" hostile postgres "SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'")" == t
 
 # ---------------------------------------------------------------- 3. the fuzz layer
 q "$C" "CREATE DATABASE fuzz" "CREATE ROLE fuzzer LOGIN NOSUPERUSER" >/dev/null
@@ -86,4 +106,5 @@ log_file=$("$CLUSTER" pgdata "$C")/log/postgresql.log
 check "no backend terminated by a signal" "$(grep -c 'terminated by signal' "$log_file" || true)" -eq 0
 check "no panic text or backtrace in the server log" "$(grep -Eci 'panicked|stack backtrace|at src/[a-z_/]*\.rs' "$log_file" || true)" -eq 0
 check "the postmaster never restarted" "$(q "$C" "SELECT pg_postmaster_start_time()")" == "$started"
+[ -z "${KEEP_OUT:-}" ] || cp $TMP/hostile-calls-* /tmp/ 2>/dev/null
 finish

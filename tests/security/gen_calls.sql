@@ -7,6 +7,8 @@
 --           of each argument's type in turn (ends of the integer types, NaN and infinities, empty
 --           and 1 MB strings, 1 MB byte strings, infinite times, 100,000-element arrays) and a
 --           wrong type in each position (an unparsable literal, a timestamptz).
+-- Ordinary values are chosen by the argument's name where one is known (a radix, a text format, a
+-- table of the caller's for uid_migrate_key), else by its type.
 -- Calls are schema-qualified and casts name pg_catalog's types, so the caller's search_path
 -- (which may put a hostile schema first) decides nothing but what the extension decides itself.
 -- Functions whose names say they drop or release come last.
@@ -14,7 +16,7 @@ SET search_path = pg_catalog, pg_temp;
 WITH fns AS (
     SELECT p.oid, p.proname, p.pronargs, p.pronargdefaults, p.prokind,
            pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(p.proname) AS qname,
-           p.proargtypes::pg_catalog.oid[] AS argtypes
+           p.proargtypes::pg_catalog.oid[] AS argtypes, p.proargnames AS argnames
     FROM pg_catalog.pg_proc p
     JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
     JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
@@ -23,7 +25,7 @@ WITH fns AS (
     WHERE p.prorettype OPERATOR(pg_catalog.<>) ALL (ARRAY['pg_catalog.trigger', 'pg_catalog.event_trigger', 'pg_catalog.internal']::pg_catalog.regtype[])
       AND p.prokind OPERATOR(pg_catalog.=) ANY (ARRAY['f', 'p']::"char"[])
 ), args AS (          -- one row per argument: position, qualified type name, its element type
-    SELECT f.oid, a.pos, a.t,
+    SELECT f.oid, a.pos, a.t, f.argnames[a.pos::pg_catalog.int4] AS argname,
            CASE WHEN ty.typelem OPERATOR(pg_catalog.<>) 0 AND ty.typlen OPERATOR(pg_catalog.=) -1
                 THEN pg_catalog.format('%I.%I[]', en.nspname, et.typname)
                 ELSE pg_catalog.format('%I.%I', tn.nspname, ty.typname) END AS tname,
@@ -36,7 +38,22 @@ WITH fns AS (
     LEFT JOIN pg_catalog.pg_namespace en ON en.oid OPERATOR(pg_catalog.=) et.typnamespace
 ), sample AS (        -- an ordinary value of each argument, as an expression
     SELECT a.oid, a.pos, a.tname,
-           CASE WHEN a.elem IS NOT NULL THEN
+           CASE -- by the argument's name where the type alone gives a value every call refuses
+                WHEN a.argname OPERATOR(pg_catalog.=) 'radix' THEN '''10'''
+                WHEN a.argname OPERATOR(pg_catalog.=) 'numerals' THEN '''{1,2,3,4,5,6}'''
+                WHEN a.argname OPERATOR(pg_catalog.=) 'format' THEN '''crockford'''
+                WHEN a.argname OPERATOR(pg_catalog.=) 'key' AND a.base OPERATOR(pg_catalog.=) 'bytea' THEN 'pg_catalog.decode(pg_catalog.repeat(''2b'', 32), ''hex'')'
+                WHEN a.argname OPERATOR(pg_catalog.=) 'tbl' THEN '''public.hostile_tbl'''
+                WHEN a.argname OPERATOR(pg_catalog.=) 'col' THEN '''id'''
+                WHEN a.argname OPERATOR(pg_catalog.=) 'generator' THEN '''snowflake'''
+                WHEN a.argname OPERATOR(pg_catalog.=) 'dry_run' THEN '''false'''
+                WHEN a.argname OPERATOR(pg_catalog.=) 'stmt' THEN '''SELECT 1'''
+                WHEN a.argname OPERATOR(pg_catalog.=) 'code' THEN '''16JD'''
+                WHEN a.argname OPERATOR(pg_catalog.=) 'worker_id' THEN '''3'''
+                WHEN a.argname OPERATOR(pg_catalog.=) 'epoch' THEN '''2020-01-01 00:00:00+00'''
+                WHEN a.base OPERATOR(pg_catalog.=) 'timestamptz' THEN 'pg_catalog.now()'
+                WHEN a.argname OPERATOR(pg_catalog.=) ANY (ARRAY['time_bits', 'worker_bits', 'sequence_bits']::pg_catalog.text[]) THEN '''20'''
+                WHEN a.elem IS NOT NULL THEN
                      CASE WHEN a.elem OPERATOR(pg_catalog.~) '^(int|float|numeric|oid)' THEN '''{1}''' ELSE '''{hostile}''' END
                 WHEN a.base OPERATOR(pg_catalog.=) ANY (ARRAY['text', 'varchar', 'name', 'bpchar']::pg_catalog.name[]) THEN '''hostile'''
                 WHEN a.base OPERATOR(pg_catalog.~) '^(int|float|numeric|oid)' THEN '''1'''

@@ -5,8 +5,9 @@
 --
 -- For every name PostgreSQL knows (pg_catalog's functions, aggregates and operators of that name)
 -- it creates shadows whose argument types are a better match than pg_catalog's for some call: each
--- overload with one argument's type replaced by each of a grid of common types, and for every
--- binary operator every pair of the grid. Every shadow records its call in public.hostile_calls
+-- overload with one argument's type replaced by each of a grid of common types, polymorphic
+-- overloads made concrete, variadic ones expanded, and for every binary operator every pair of
+-- the grid. nonexact.py adds an exact shadow of each call site the catalog shows coerced. Every shadow records its call in public.hostile_calls
 -- and tries to make the planting role a superuser, so a test sees both.
 SET client_min_messages = warning;
 SET search_path = pg_catalog, pg_temp;   -- the planter itself never meets its own shadows
@@ -29,54 +30,96 @@ DECLARE
   sch text := pg_catalog.current_setting('hostile.schema');
   exact bool := pg_catalog.current_setting('hostile.exact') = 'on';
   grid regtype[] := ARRAY['bool', '"char"', 'name', 'int2', 'int4', 'int8', 'oid', 'float4', 'float8',
-                          'numeric', 'text', 'varchar', 'bytea', 'regclass', 'timestamptz', 'timestamp',
-                          'date', 'interval', 'jsonb', 'uuid']::regtype[];
-  fname text; opname text; p record; i int; t regtype; l regtype; r regtype;
-  args regtype[]; sig text; ret regtype; n int := 0; made text[] := '{}';
+                          'numeric', 'text', 'varchar', 'bpchar', 'bytea', 'regclass', 'regtype', 'timestamptz',
+                          'timestamp', 'date', 'interval', 'jsonb', 'uuid', 'int4[]', 'int8[]', 'text[]']::regtype[];
+  pseudo regtype[] := ARRAY['anyelement', 'anynonarray', 'anycompatible', 'anycompatiblenonarray', '"any"']::regtype[];
+  pseudo_array regtype[] := ARRAY['anyarray', 'anycompatiblearray']::regtype[];
+  fname text; opname text; p record; i int; k int; t regtype; l regtype; r regtype;
+  args regtype[]; sigs regtype[][]; sig text; ret regtype; n int := 0; made text[] := '{}';
+  variants jsonb;
 BEGIN
-  -- functions and aggregates
+  -- functions and aggregates: for each pg_catalog overload, the signatures a call could match
+  -- better: one argument's type replaced by each type of the grid; a polymorphic overload made
+  -- concrete with each type of the grid; a variadic one expanded to 1-3 trailing arguments
   FOREACH fname IN ARRAY pg_catalog.string_to_array(pg_catalog.current_setting('hostile.funcs'), ' ') LOOP
-    FOR p IN SELECT pr.oid, pr.proargtypes::regtype[] AS a, pr.prorettype::regtype AS rt, pr.prokind, pr.proretset
+    FOR p IN SELECT pr.oid, ARRAY(SELECT pg_catalog.unnest(pr.proargtypes))::regtype[] AS a,
+                    pr.prorettype::regtype AS rt, pr.prokind, pr.proretset, pr.provariadic::regtype AS va
              FROM pg_catalog.pg_proc pr
              WHERE pr.proname = fname AND pr.pronamespace = 'pg_catalog'::regnamespace
-               AND pr.pronargs BETWEEN 0 AND 4 AND pr.provariadic = 0 AND pr.prokind IN ('f', 'a')
-               AND NOT EXISTS (SELECT FROM pg_catalog.pg_type ty WHERE ty.oid = pr.prorettype AND ty.typtype = 'p' AND ty.oid <> 'void'::regtype)
-               AND NOT EXISTS (SELECT FROM pg_catalog.unnest(pr.proargtypes::oid[]) a(o) JOIN pg_catalog.pg_type ty ON ty.oid = a.o WHERE ty.typtype = 'p')
+               AND pr.pronargs BETWEEN 0 AND 4 AND pr.prokind IN ('f', 'a')
     LOOP
-      FOR i IN 0 .. COALESCE(pg_catalog.array_length(p.a, 1), 0) LOOP
+      variants := '[]';
+      -- the exact signature (for a schema placed before pg_catalog), and one argument replaced
+      IF exact THEN variants := variants || pg_catalog.jsonb_build_array(pg_catalog.to_jsonb(p.a::text[])); END IF;
+      FOR i IN 1 .. COALESCE(pg_catalog.array_length(p.a, 1), 0) LOOP
         FOREACH t IN ARRAY grid LOOP
-          args := p.a;
-          IF i = 0 THEN
-            CONTINUE WHEN NOT exact OR t <> 'bool'::regtype;     -- once: the exact signature
-          ELSE
-            CONTINUE WHEN args[i] = t;
-            args[i] := t;
-          END IF;
-          sig := pg_catalog.array_to_string(args, ', ');
-          CONTINUE WHEN pg_catalog.format('%s(%s)', fname, sig) = ANY (made);
-          -- pg_catalog's own signature can only win from a schema placed before it
-          CONTINUE WHEN NOT exact AND EXISTS (SELECT FROM pg_catalog.pg_proc q WHERE q.proname = fname
-                          AND q.pronamespace = 'pg_catalog'::regnamespace AND q.proargtypes::regtype[] = args);
-          made := made || pg_catalog.format('%s(%s)', fname, sig);
-          BEGIN
-            IF p.prokind = 'a' THEN
-              CONTINUE WHEN pg_catalog.array_length(args, 1) IS DISTINCT FROM 1;
-              EXECUTE pg_catalog.format(
-                'CREATE FUNCTION %I.%I(%s, %s) RETURNS %s LANGUAGE plpgsql AS $b$ BEGIN PERFORM public.hostile_hit(%L); RETURN $1; END $b$',
-                sch, 'hostile_sfunc_' || n, args[1], args[1], args[1], pg_catalog.format('aggregate %s(%s)', fname, sig));
-              EXECUTE pg_catalog.format('CREATE AGGREGATE %I.%I(%s) (SFUNC = %I.%I, STYPE = %s)',
-                sch, fname, args[1], sch, 'hostile_sfunc_' || n, args[1]);
-            ELSE
-              EXECUTE pg_catalog.format(
-                'CREATE FUNCTION %I.%I(%s) RETURNS %s%s LANGUAGE plpgsql AS $b$ BEGIN PERFORM public.hostile_hit(%L); %s END $b$',
-                sch, fname, sig, CASE WHEN p.proretset THEN 'SETOF ' ELSE '' END, p.rt,
-                pg_catalog.format('function %s(%s)', fname, sig),
-                CASE WHEN p.proretset THEN 'RETURN;' WHEN p.rt = 'void'::regtype THEN 'RETURN;' ELSE 'RETURN NULL;' END);
-            END IF;
-            n := n + 1;
-          EXCEPTION WHEN others THEN NULL;    -- a signature the grid cannot express
-          END;
+          args := p.a; args[i] := t;
+          variants := variants || pg_catalog.jsonb_build_array(pg_catalog.to_jsonb(args::text[]));
         END LOOP;
+      END LOOP;
+      -- polymorphic: every pseudo-type argument the same type of the grid (its array for anyarray)
+      IF p.a && (pseudo || pseudo_array) THEN
+        FOREACH t IN ARRAY grid LOOP
+          CONTINUE WHEN t::text LIKE '%[]';
+          args := p.a;
+          FOR i IN 1 .. pg_catalog.array_length(args, 1) LOOP
+            IF args[i] = ANY (pseudo) THEN args[i] := t;
+            ELSIF args[i] = ANY (pseudo_array) THEN args[i] := (t::text || '[]')::regtype;
+            END IF;
+          END LOOP;
+          variants := variants || pg_catalog.jsonb_build_array(pg_catalog.to_jsonb(args::text[]));
+        END LOOP;
+      END IF;
+      -- variadic: the last parameter expanded to k arguments of its element type (any type of
+      -- the grid for VARIADIC "any"), after the fixed ones (each of the grid, or text)
+      IF p.va <> 0 THEN
+        FOREACH t IN ARRAY grid LOOP
+          CONTINUE WHEN t::text LIKE '%[]' OR (p.va <> '"any"'::regtype AND t <> p.va);
+          FOR k IN 1 .. 3 LOOP
+            args := p.a[1 : pg_catalog.array_length(p.a, 1) - 1];
+            FOR i IN 1 .. k LOOP args := args || t; END LOOP;
+            variants := variants || pg_catalog.jsonb_build_array(pg_catalog.to_jsonb(args::text[]));
+            IF p.va = '"any"'::regtype THEN     -- a text key or format first, then values
+              args := p.a[1 : pg_catalog.array_length(p.a, 1) - 1] || 'text'::regtype;
+              FOR i IN 1 .. k LOOP args := args || t; END LOOP;
+              variants := variants || pg_catalog.jsonb_build_array(pg_catalog.to_jsonb(args::text[]));
+            END IF;
+          END LOOP;
+        END LOOP;
+      END IF;
+      FOR i IN 0 .. pg_catalog.jsonb_array_length(variants) - 1 LOOP
+        args := ARRAY(SELECT pg_catalog.jsonb_array_elements_text(variants -> i))::regtype[];
+        CONTINUE WHEN args && (pseudo || pseudo_array || ARRAY['internal', 'cstring']::regtype[]);
+        sig := pg_catalog.array_to_string(args, ', ');
+        CONTINUE WHEN pg_catalog.format('%s(%s)', fname, sig) = ANY (made);
+        -- pg_catalog's own signature can only win from a schema placed before it
+        CONTINUE WHEN NOT exact AND EXISTS (SELECT FROM pg_catalog.pg_proc q WHERE q.proname = fname
+                        AND q.pronamespace = 'pg_catalog'::regnamespace
+                        AND ARRAY(SELECT pg_catalog.unnest(q.proargtypes))::regtype[] = args);
+        made := made || pg_catalog.format('%s(%s)', fname, sig);
+        -- the result: pg_catalog's, made concrete like the arguments
+        ret := CASE WHEN p.rt = ANY (pseudo) THEN args[1]
+                    WHEN p.rt = ANY (pseudo_array) THEN COALESCE((SELECT ty.typarray::regtype FROM pg_catalog.pg_type ty WHERE ty.oid = args[1] AND ty.typarray <> 0), 'text[]')
+                    WHEN p.rt = 'record'::regtype OR p.rt = 'trigger'::regtype THEN NULL
+                    ELSE p.rt END;
+        CONTINUE WHEN ret IS NULL;
+        BEGIN
+          IF p.prokind = 'a' THEN
+            EXECUTE pg_catalog.format(
+              'CREATE FUNCTION %I.%I(%s, %s) RETURNS %s LANGUAGE plpgsql AS $b$ BEGIN PERFORM public.hostile_hit(%L); RETURN $1; END $b$',
+              sch, 'hostile_sfunc_' || n, ret, sig, ret, pg_catalog.format('aggregate %s(%s)', fname, sig));
+            EXECUTE pg_catalog.format('CREATE AGGREGATE %I.%I(%s) (SFUNC = %I.%I, STYPE = %s)',
+              sch, fname, sig, sch, 'hostile_sfunc_' || n, ret);
+          ELSE
+            EXECUTE pg_catalog.format(
+              'CREATE FUNCTION %I.%I(%s) RETURNS %s%s LANGUAGE plpgsql AS $b$ BEGIN PERFORM public.hostile_hit(%L); %s END $b$',
+              sch, fname, sig, CASE WHEN p.proretset THEN 'SETOF ' ELSE '' END, ret,
+              pg_catalog.format('function %s(%s)', fname, sig),
+              CASE WHEN p.proretset OR ret = 'void'::regtype THEN 'RETURN;' ELSE 'RETURN NULL;' END);
+          END IF;
+          n := n + 1;
+        EXCEPTION WHEN others THEN NULL;    -- a signature PostgreSQL refuses (a reserved name, ...)
+        END;
       END LOOP;
     END LOOP;
   END LOOP;

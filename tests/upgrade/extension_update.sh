@@ -65,6 +65,7 @@ OLD=eu_old NEW=eu_new
 
 # ---------------------------------------------------------------- 1. state made by 0.1.0
 use 15
+hostile_update_here && hostile_sites_of_new "${OLD}_sites" 28962
 install_old
 cluster_start "$OLD" 28993 "${OPTS[@]}"
 q "$OLD" "CREATE DATABASE app" >/dev/null

@@ -38,6 +38,7 @@ db() { qdb "$C" app "${@:2}"; }
 OPTS=(-c pg_idgen.worker_id=-1)
 
 # ---------------------------------------------------------------- 1. state made by 0.2.0
+hostile_update_here && hostile_sites_of_new "${C}_sites" 28960
 install_old
 cluster_start "$C" 28949 "${OPTS[@]}"
 q "$C" "CREATE DATABASE app" "CREATE DATABASE viewdb" >/dev/null

@@ -34,6 +34,7 @@ OPTS=(-c pg_idgen.worker_id=-1)
 LEASE_ROW="SELECT format('%s %s %s %s %s', worker_id, system_identifier, node_name, token, hwm_ms) FROM pg_idgen_leases ORDER BY worker_id"
 
 # ---------------------------------------------------------------- 1. state made by 0.3.0
+hostile_update_here && hostile_sites_of_new "${C}_sites" 28959
 install_old
 cluster_start "$C" 28950 "${OPTS[@]}"
 q "$C" "CREATE DATABASE app" >/dev/null

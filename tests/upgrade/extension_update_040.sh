@@ -33,6 +33,7 @@ LEASE_ROW="SELECT format('%s %s %s %s %s', worker_id, system_identifier, node_na
 KEYED_SQL="SELECT string_agg(format('%s:%s', k, keyed_last('chat', k)), ' ' ORDER BY k) FROM generate_series(1, 5) k"
 
 # ---------------------------------------------------------------- 1. state made by 0.4.0
+hostile_update_here && hostile_sites_of_new "${C}_sites" 28958
 install_old
 cluster_start "$C" 28957 "${OPTS[@]}"
 q "$C" "CREATE DATABASE app" >/dev/null
