@@ -325,7 +325,8 @@ unsafe extern "C-unwind" fn check_registry(
         return true;
     };
     record_startup_rejection("pg_idgen.registry", &reason);
-    let message = CString::new(format!("invalid value for parameter \"pg_idgen.registry\": {reason}")).unwrap_or_default();
+    let message = CString::new(format!("invalid value for parameter \"pg_idgen.registry\": {reason}"))
+        .unwrap_or_default();
     let hint = CString::new(
         "Put the password into a password file (passfile=, libpq's .pgpass format, mode 0600) or authenticate with a client certificate (sslcert=, sslkey=); the value is not shown.",
     )

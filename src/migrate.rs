@@ -71,7 +71,7 @@ fn pg_idgen_migrate_as_owner(tbl: Option<pg_sys::Oid>, stmt: Option<&str>) -> Op
     let _rls = LocalSetting::set(c"row_security", c"off");
     Spi::connect_mut(|client| {
         let rows = client.update(stmt, None, &[])?;
-        if rows.len() == 0 {
+        if rows.is_empty() {
             return Ok(None); // a statement without rows (ALTER TABLE), or a query of none
         }
         // uid_migrate_key reads one bigint (`SELECT max(col)::bigint`): the first column of
@@ -79,7 +79,10 @@ fn pg_idgen_migrate_as_owner(tbl: Option<pg_sys::Oid>, stmt: Option<&str>) -> Op
         // such rather than as an internal error.
         let columns = rows.columns()?;
         let integer = columns >= 1
-            && matches!(rows.column_type_oid(1)?.value(), pg_sys::INT8OID | pg_sys::INT4OID | pg_sys::INT2OID);
+            && matches!(
+                rows.column_type_oid(1)?.value(),
+                pg_sys::INT8OID | pg_sys::INT4OID | pg_sys::INT2OID
+            );
         if !integer {
             raise(
                 Code::ERRCODE_DATATYPE_MISMATCH,

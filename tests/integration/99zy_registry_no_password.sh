@@ -12,6 +12,7 @@
 #  3. a password file instead (passfile=): accepted, shown (it holds no secret).
 #  4. restarted with the password still in postgresql.conf: the server refuses to start, saying
 #     why without the value; once removed, it starts.
+# integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
