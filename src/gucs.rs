@@ -12,7 +12,7 @@
 //! | `pg_idgen.max_segments` | int | 256 | postmaster |
 //! | `pg_idgen.keyed_cache_size` | int | 100000 | postmaster |
 //! | `pg_idgen.lease_mode` | enum off/fixed/auto | off | postmaster |
-//! | `pg_idgen.registry` | string (conninfo), superuser-only to read | empty | sighup |
+//! | `pg_idgen.registry` | string (conninfo), no password (refused) | empty | sighup |
 //! | `pg_idgen.lease_range` | string `lo-hi` | `0-1023` | postmaster |
 //! | `pg_idgen.node_name` | string | empty | postmaster |
 //! | `pg_idgen.lease_ttl` | int s | 30 | sighup |
@@ -304,6 +304,41 @@ unsafe extern "C-unwind" fn check_lease_range(
     }
 }
 
+/// `pg_idgen.registry`: refuses a string holding a password, or one that does not parse
+/// (`lease::conninfo::setting_refusal`). The message replaces guc.c's "invalid value for
+/// parameter ...: <value>", which would put the string into the server log and the client's
+/// error.
+#[pg_guard]
+unsafe extern "C-unwind" fn check_registry(
+    newval: *mut *mut c_char,
+    _extra: *mut *mut c_void,
+    _source: pg_sys::GucSource::Type,
+) -> bool {
+    // SAFETY: guc.c passes a valid pointer to the proposed value (NULL: unset).
+    let text = unsafe {
+        if (*newval).is_null() {
+            return true;
+        }
+        CStr::from_ptr(*newval).to_string_lossy().into_owned()
+    };
+    let Some(reason) = crate::lease::conninfo::setting_refusal(&text) else {
+        return true;
+    };
+    record_startup_rejection("pg_idgen.registry", &reason);
+    let message = CString::new(format!("invalid value for parameter \"pg_idgen.registry\": {reason}"))
+        .unwrap_or_default();
+    let hint = CString::new(
+        "Put the password into a password file (passfile=, libpq's .pgpass format, mode 0600) or authenticate with a client certificate (sslcert=, sslkey=); the value is not shown.",
+    )
+    .unwrap_or_default();
+    // SAFETY: inside a GUC check hook; guc.c reports and frees these palloc'd strings.
+    unsafe {
+        pg_sys::GUC_check_errmsg_string = pg_sys::pstrdup(message.as_ptr());
+        pg_sys::GUC_check_errhint_string = pg_sys::pstrdup(hint.as_ptr());
+    }
+    false
+}
+
 /// The lease settings (`lease`); only when preloaded (the lease worker is registered at start).
 fn define_lease_settings() {
     // SAFETY: the GucSetting statics live forever; the hook is a guarded C-unwind function.
@@ -328,14 +363,20 @@ fn define_lease_settings() {
         GucContext::Postmaster,
         GucFlags::default(),
     );
-    GucRegistry::define_string_guc(
-        c"pg_idgen.registry",
-        c"Connection string of the worker-id registry (a database with the pg_idgen extension).",
-        c"Read by the lease worker only; may hold a password, so only superusers can read it.",
-        &REGISTRY,
-        GucContext::Sighup,
-        GucFlags::SUPERUSER_ONLY,
-    );
+    // SAFETY: as above.
+    unsafe {
+        GucRegistry::define_string_guc_with_hooks(
+            c"pg_idgen.registry",
+            c"Connection string of the worker-id registry (a database with the pg_idgen extension).",
+            c"Read by the lease worker. Holds no password (refused): members of pg_read_all_settings can read it. Use a password file (passfile=) or a client certificate.",
+            &REGISTRY,
+            GucContext::Sighup,
+            GucFlags::SUPERUSER_ONLY,
+            Some(check_registry),
+            None,
+            None,
+        );
+    }
     GucRegistry::define_string_guc(
         c"pg_idgen.node_name",
         c"This node's name in the registry; with the system identifier, it makes an automatically leased worker id sticky.",

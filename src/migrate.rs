@@ -71,12 +71,49 @@ fn pg_idgen_migrate_as_owner(tbl: Option<pg_sys::Oid>, stmt: Option<&str>) -> Op
     let _rls = LocalSetting::set(c"row_security", c"off");
     Spi::connect_mut(|client| {
         let rows = client.update(stmt, None, &[])?;
-        if rows.len() == 0 {
-            return Ok(None);
+        if rows.is_empty() {
+            return Ok(None); // a statement without rows (ALTER TABLE), or a query of none
+        }
+        // uid_migrate_key reads one bigint (`SELECT max(col)::bigint`): the first column of
+        // the first row, of an integer type. Anything else is the caller's mistake, said as
+        // such rather than as an internal error.
+        let columns = rows.columns()?;
+        let integer = columns >= 1
+            && matches!(
+                rows.column_type_oid(1)?.value(),
+                pg_sys::INT8OID | pg_sys::INT4OID | pg_sys::INT2OID
+            );
+        if !integer {
+            raise(
+                Code::ERRCODE_DATATYPE_MISMATCH,
+                "pg_idgen_migrate_as_owner: a query must return a bigint in its first column",
+                Some("It runs the statements of uid_migrate_key; its one query is SELECT max(col)::bigint."),
+            );
         }
         rows.first().get::<i64>(1)
     })
-    .unwrap_or_else(|e: pgrx::spi::Error| {
-        raise(Code::ERRCODE_INTERNAL_ERROR, format!("uid_migrate_key: unexpected result: {e}"), None)
-    })
+    .unwrap_or_else(|e: pgrx::spi::Error| spi_refusal(e))
+}
+
+/// The SQLSTATE of a statement SPI refuses to run (it never gets to the executor): transaction
+/// control and COPY to or from the client, as PL/pgSQL's EXECUTE refuses them.
+fn spi_refusal(e: pgrx::spi::Error) -> ! {
+    use pgrx::spi::{Error, SpiErrorCodes};
+    match e {
+        Error::SpiError(SpiErrorCodes::Transaction) => raise(
+            Code::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "pg_idgen_migrate_as_owner cannot run transaction control statements",
+            Some("It runs one statement of uid_migrate_key in the caller's transaction."),
+        ),
+        Error::SpiError(SpiErrorCodes::Copy) => raise(
+            Code::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "pg_idgen_migrate_as_owner cannot run COPY to or from the client",
+            None,
+        ),
+        e => raise(
+            Code::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("pg_idgen_migrate_as_owner cannot run this statement ({e})"),
+            Some("It runs the statements of uid_migrate_key: ALTER TABLE and SELECT max(col)::bigint."),
+        ),
+    }
 }

@@ -72,6 +72,28 @@ fn list(v: &str) -> Vec<&str> {
     v.split(',').map(str::trim).collect()
 }
 
+/// Why `pg_idgen.registry` refuses a value, if it does (its check hook, `gucs`): a string that
+/// does not parse, or one holding a password (`password=`, or a URI's `user:password@`).
+///
+/// A setting is shown, as it is, by SHOW, `current_setting()` and `pg_settings` (`setting`
+/// and `reset_val`) to members of `pg_read_all_settings` (so to `pg_monitor`), and the
+/// postmaster logs every new value of a reloaded setting ("parameter ... changed to ..."): a
+/// secret has no place in it. The password goes to the password file (`passfile=`) or is
+/// replaced by a client certificate. A string that does not parse is refused too: where its
+/// password starts and ends cannot be told. The reason names the problem, never a value.
+pub fn setting_refusal(conninfo: &str) -> Option<String> {
+    if conninfo.trim().is_empty() {
+        return None; // unset: leases off, or the worker says it is not set
+    }
+    match pg_idgen_core::conninfo::parse(conninfo) {
+        Err(e) => Some(format!("pg_idgen.registry is not a valid connection string: {e}")),
+        Ok(pairs) => pairs
+            .iter()
+            .any(|(key, value)| *key == "password" && !value.is_empty())
+            .then(|| "pg_idgen.registry must not hold a password".to_string()),
+    }
+}
+
 impl Settings {
     pub fn parse(conninfo: &str) -> Result<Settings, String> {
         let pairs = pg_idgen_core::conninfo::parse(conninfo).map_err(|e| e.to_string())?;

@@ -18,6 +18,8 @@
 #     hostaddr=: misconfigured, verify-ca with it: held; host=N,R with N first (no TLS): held through R.
 #  5. passfile= (libpq's format: a wildcard port, an escaped ':' in the password): held with no
 #     password in the setting; a world-readable password file is refused, saying so.
+#  0. a password in the setting (password=, or a URI's user:password@) is refused when set (22023),
+#     the error without it: cases 1-3 authenticate by password through a password file.
 #  No detail ever shows the password.
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
@@ -51,6 +53,8 @@ chmod 600 "$C"/*.key
 cp "$C/client.key" "$C/client-loose.key"; chown postgres "$C/client-loose.key"; chmod 640 "$C/client-loose.key"
 printf '# registry passwords\n*:*:other:leaser:wrong\nlocalhost:*:reg:leaser:%s\n' "${PW//:/\\:}" >"$C/pgpass"
 chown postgres "$C/pgpass"
+printf '*:*:reg:leaser:%s\n' "${PW//:/\\:}" >"$C/pgpass-any"
+chown postgres "$C/pgpass-any"; chmod 600 "$C/pgpass-any"
 
 # ---- the registry: hostssl only ----
 # It needs a server built with OpenSSL: this major's if it is (Debian's 15), else Debian's 15
@@ -94,7 +98,16 @@ no_password() {
     if [[ $d == *S3cret* || $d == *pass:word* ]]; then ko "$1: the detail shows the password: $d"; else ok "$1: the detail has no password"; fi
 }
 BASE="port=$PR dbname=reg connect_timeout=5"
-PWD_OPT="user=leaser password='${PW//\'/\\\'}'"
+# the password is never in the setting (refused there): a password file for every host name
+PWD_OPT="user=leaser passfile=$C/pgpass-any"
+
+# ---- 0. no password in the setting ----
+expect_sql_error "$N" 22023 'invalid value for parameter "pg_idgen.registry": pg_idgen.registry must not hold a password' \
+    "ALTER SYSTEM SET pg_idgen.registry = 'host=localhost $BASE user=leaser password=''S3cret'' sslmode=require'"
+check "0: the error has no password" "$([[ $LAST_ERR == *S3cret* ]] && echo shows || echo clean)" == clean
+expect_sql_error "$N" 22023 'must not hold a password' \
+    "ALTER SYSTEM SET pg_idgen.registry = 'postgresql://leaser:S3cret@localhost:$PR/reg?sslmode=require'"
+check "0: ... as a URI: no password in the error" "$([[ $LAST_ERR == *S3cret* ]] && echo shows || echo clean)" == clean
 
 # ---- 1. verify-full, the right name ----
 use "host=localhost $BASE $PWD_OPT sslmode=verify-full sslrootcert=$C/ca.crt"

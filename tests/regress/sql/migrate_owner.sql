@@ -107,10 +107,31 @@ SET client_min_messages = warning;
 SELECT regress_sqlstate_of($$SELECT pg_idgen_migrate_as_owner('public.dba_orders', 'ALTER TABLE public.dba_orders ADD COLUMN x int')$$) AS not_owner;
 SELECT regress_sqlstate_of($$SELECT pg_idgen_migrate_as_owner('eve.ask', 'ALTER ROLE regress_eve SUPERUSER')$$)
        ~ '^42501: (permission denied to alter role|must be superuser to alter superuser roles)' AS own_table_own_rights_alter_role_refused;
+-- any role may call the helper (uid_migrate_key, SECURITY INVOKER, calls it as the caller), so
+-- every statement it cannot run has a real SQLSTATE: a query whose first column is no integer
+-- (42804), no column (42804), transaction control and COPY to the client (0A000), as
+-- PL/pgSQL's EXECUTE refuses them; an integer or NULL is returned, DDL gives NULL
+SELECT regress_sqlstate_of($$SELECT pg_idgen_migrate_as_owner('eve.ask', 'SELECT ''x''::text')$$) AS text_result;
+SELECT regress_sqlstate_of($$SELECT pg_idgen_migrate_as_owner('eve.ask', 'SELECT 1.5::numeric')$$) AS numeric_result;
+SELECT regress_sqlstate_of($$SELECT pg_idgen_migrate_as_owner('eve.ask', 'SELECT')$$) AS no_column;
+SELECT regress_sqlstate_of($$SELECT pg_idgen_migrate_as_owner('eve.ask', 'COMMIT')$$) AS commit_stmt;
+SELECT regress_sqlstate_of($$SELECT pg_idgen_migrate_as_owner('eve.ask', 'ROLLBACK')$$) AS rollback_stmt;
+SELECT regress_sqlstate_of($$SELECT pg_idgen_migrate_as_owner('eve.ask', 'SAVEPOINT s')$$) AS savepoint_stmt;
+SELECT regress_sqlstate_of($$SELECT pg_idgen_migrate_as_owner('eve.ask', 'COPY eve.ask TO STDOUT')$$) AS copy_to_client;
+SELECT pg_idgen_migrate_as_owner('eve.ask', 'SELECT max(id)::bigint FROM eve.ask') AS max_id,
+       pg_idgen_migrate_as_owner('eve.ask', 'SELECT 7::int, ''x''::text') AS int_first_column,
+       pg_idgen_migrate_as_owner('eve.ask', 'SELECT NULL::bigint') AS null_result,
+       pg_idgen_migrate_as_owner('eve.ask', 'SELECT 1::bigint WHERE false') AS no_row,
+       pg_idgen_migrate_as_owner('eve.ask', 'COMMENT ON TABLE eve.ask IS NULL') AS ddl;
 \c - postgres
 SET client_min_messages = warning;
 SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_eve';
 SELECT count(*) AS calls_left FROM public.eve_calls;
+-- the helper is executable by whoever may run uid_migrate_key (it calls it as the caller): the
+-- same grants
+SELECT has_function_privilege('public', 'pg_idgen_migrate_as_owner(regclass, text)', 'EXECUTE')
+       = has_function_privilege('public', 'uid_migrate_key(regclass, name, text, text, boolean, boolean, boolean)', 'EXECUTE')
+       AS helper_granted_as_uid_migrate_key;
 
 DROP TABLE eve.refs, eve.ask, public.dba_orders;
 DROP SCHEMA eve CASCADE;

@@ -59,8 +59,8 @@ DROP ROLE idgen_worker_user;
 SELECT clear_worker_id();
 RESET pg_idgen.worker_id;
 -- Leases (pg_idgen.lease_mode, off here): snowflake_lease() and snowflake_worker() say so, the
--- registry table is empty and PUBLIC has no privilege on it; pg_idgen.registry (it may hold a
--- password) is hidden from other roles.
+-- registry table is empty and PUBLIC has no privilege on it; pg_idgen.registry (it holds no
+-- password: refused there) is hidden from roles outside pg_read_all_settings.
 SHOW pg_idgen.lease_mode;
 SELECT * FROM snowflake_lease();
 SELECT worker_id, source, lease FROM snowflake_worker();
