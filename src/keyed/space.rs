@@ -337,20 +337,23 @@ fn free_entry(i: usize) {
 /// Under the spaces lock, on a full table: the entry to evict. A database holding `FAIR_SHARE`
 /// entries or more evicts one of its own; otherwise any database's. A clock sweep: the first
 /// candidate from the hand not used since the hand last passed it (each one passed is marked
-/// unused), so a space in steady use outlives those that are not. Arithmetic only.
+/// unused), so a space in steady use outlives those that are not. None only without candidates
+/// (there is always one: the table is full). Arithmetic only.
 fn victim(db: pg_sys::Oid) -> Option<usize> {
     let mine = (0..MAX_SPACES).filter(|&i| space(i).in_use && space(i).dbid == db).count();
     let candidate = |i: usize| space(i).in_use && (mine < FAIR_SHARE || space(i).dbid == db);
     // SAFETY: the spaces lock is held exclusively: the hand is ours.
     let h = unsafe { &mut *header() };
-    for _ in 0..2 * MAX_SPACES {
+    // Two rounds: the first passes over (and marks unused) the entries used since the hand last
+    // passed; the second takes the first candidate, used again meanwhile or not.
+    for round in 0..2 * MAX_SPACES {
         let i = h.hand % MAX_SPACES;
         h.hand = (i + 1) % MAX_SPACES;
         if !candidate(i) {
             continue;
         }
         let r = &space(i).referenced;
-        if r.load(Ordering::Relaxed) {
+        if round < MAX_SPACES && r.load(Ordering::Relaxed) {
             r.store(false, Ordering::Relaxed);
         } else {
             return Some(i);

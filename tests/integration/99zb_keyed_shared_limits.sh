@@ -6,21 +6,26 @@
 #  2. A role with only CREATEDB clones a template database that has a space, calls keyed_next in
 #     the clone and drops it, 140 times (more than the 128 entries): a space of another database,
 #     claimed afterwards, still works (the entries of dropped databases are reclaimed).
-#  3. The same role keeps 140 clones alive, each with its space in use: other databases' spaces
-#     keep working (entries are evicted, the least recently used first), and a key of an evicted
-#     space continues above every value it handed out.
+#  3. The same role keeps 140 clones alive, each with its space and its segment tag in use: other
+#     databases' spaces and tags keep working (entries are evicted, the least recently used
+#     first; the segment table has 16 entries here), and a key of an evicted space continues
+#     above every value it handed out.
+#  4. A database holding a quarter of the segment table or more still gets 53400 for a new tag
+#     (it does not evict other databases' tags).
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
 P=it_keyed_limits
-cluster_start "$P" 29117 -c max_connections=40
+# 16 segment-table entries: a database holding 4 (a quarter) or more evicts no other's
+cluster_start "$P" 29117 -c max_connections=40 -c pg_idgen.max_segments=16
 q "$P" "SET client_min_messages = warning" \
     "CREATE ROLE creator LOGIN CREATEDB" \
     "CREATE DATABASE tpl" "CREATE DATABASE victim" >/dev/null
 qdb "$P" tpl "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
-    "SELECT keyed_create('msg')" "ALTER DATABASE tpl IS_TEMPLATE true" >/dev/null
+    "SELECT keyed_create('msg')" "SELECT segment_create('sq')" "ALTER DATABASE tpl IS_TEMPLATE true" >/dev/null
 qdb "$P" victim "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
-    "SELECT keyed_create('early')" "SELECT keyed_create('late')" >/dev/null
+    "SELECT keyed_create('early')" "SELECT keyed_create('late')" \
+    "SELECT segment_create('vs')" "SELECT segment_create('vs2')" >/dev/null
 # qc DB SQL...: as the CREATEDB role, connected to DB
 qc() {
     local db=$1; shift
@@ -77,16 +82,21 @@ M=140
 for i in $(seq 1 "$M"); do
     qc postgres "CREATE DATABASE live$i TEMPLATE tpl" >/dev/null
 done
+qdb "$P" victim "SELECT segment_next('vs')" >"$TMP/victim.out" 2>&1
 fails=0
 for i in $(seq 1 "$M"); do
-    v=$(qc "live$i" "SELECT keyed_next('msg', 1)" 2>&1) || true
-    [ "$v" = 1 ] || { fails=$((fails + 1)); [ $fails -gt 1 ] || log "clone live$i: $v"; }
+    v=$(qc "live$i" "SELECT keyed_next('msg', 1)" "SELECT segment_next('sq')" 2>&1 | tr '\n' ' ') || true
+    [ "$v" = "1 1 " ] || { fails=$((fails + 1)); [ $fails -gt 1 ] || log "clone live$i: $v"; }
     if [ $((i % 20)) = 0 ]; then
-        # the victim keeps using its spaces meanwhile
-        qdb "$P" victim "SELECT keyed_next('early', 1)" "SELECT keyed_next('late', 7)" >>"$TMP/victim.out" 2>&1 || true
+        # the victim keeps using its spaces and its tag meanwhile
+        qdb "$P" victim "SELECT keyed_next('early', 1)" "SELECT keyed_next('late', 7)" "SELECT segment_next('vs')" >>"$TMP/victim.out" 2>&1 || true
     fi
 done
-check "keyed_next works in each of $M live clones of a CREATEDB role" "$fails" -eq 0
+check "keyed_next and segment_next work in each of $M live clones of a CREATEDB role" "$fails" -eq 0
+check "a new segment tag of the victim works after the attack" \
+    "$(qdb "$P" victim "SELECT segment_next('vs2')" 2>&1)" == 1
+check "the victim's tag kept increasing (every value above the one before)" \
+    "$(qdb "$P" victim "SELECT segment_next('vs')" | awk -v prev="$(grep -v ERROR "$TMP/victim.out" | awk 'NR % 3 == 1' | tail -1)" '{ print ($1 > prev) ? "yes" : "no" }')" == yes
 check "no error in the victim database while $M live clones used their spaces" \
     "$(grep -c ERROR "$TMP/victim.out" || true)" -eq 0
 check "the victim's keys kept increasing meanwhile (key 1 of 'early')" \
@@ -103,5 +113,12 @@ check "a clone's key continues above its last value, evicted or not" "$fails" -e
 check_match "the eviction of live spaces is logged" \
     "$("$CLUSTER" log "$P" 2000 | grep -m1 'keyed spaces are in use in the instance' || true)" \
     'more than 128 keyed spaces are in use in the instance'
+
+# ---- 4. a database over its share of the segment table: its own tags are its limit ----
+qdb "$P" victim "SELECT segment_create('o' || g) FROM generate_series(1, 4) g" >/dev/null
+qdb "$P" victim "SELECT segment_next('o1')" "SELECT segment_next('o2')" >/dev/null
+out=$(qdb "$P" victim "SELECT segment_next('o3')" "SELECT segment_next('o4')" 2>&1) || true
+check_match "a database holding 4 of the 16 segment entries gets 53400 for another tag, with a hint that fits" \
+    "$out" "shared segment table is full.*HINT: +This database holds 4 entries or more"
 
 finish
