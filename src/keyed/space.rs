@@ -270,15 +270,18 @@ fn resolved_at(i: usize, cfg: &Config) -> Option<Resolved> {
 /// no LWLock held: the entries under the spaces lock, the databases in the syscache, this
 /// database's spaces from its table. Another live database's spaces cannot be read from here.
 fn dead_entries(me: pg_sys::Oid) -> Vec<(usize, u64)> {
-    let used: Vec<(usize, u64, pg_sys::Oid, Vec<u8>, pg_sys::Oid)> = {
+    // copied under the lock into memory allocated before it
+    let mut used: Vec<(usize, u64, pg_sys::Oid, [u8; MAX_NAME_BYTES], usize, pg_sys::Oid)> =
+        Vec::with_capacity(MAX_SPACES);
+    {
         let _g = Held::spaces();
-        (0..MAX_SPACES)
-            .filter_map(|i| {
-                let s = space(i);
-                s.in_use.then(|| (i, s.gen.load(Ordering::Acquire), s.dbid, s.name[..s.name_len].to_vec(), s.seqoid))
-            })
-            .collect()
-    };
+        for i in 0..MAX_SPACES {
+            let s = space(i);
+            if s.in_use {
+                used.push((i, s.gen.load(Ordering::Acquire), s.dbid, s.name, s.name_len, s.seqoid));
+            }
+        }
+    }
     let mut rows: Vec<(Vec<u8>, Option<pg_sys::Oid>)> = Vec::new();
     {
         let _su = RunAs::superuser();
@@ -293,9 +296,9 @@ fn dead_entries(me: pg_sys::Oid) -> Vec<(usize, u64)> {
     unsafe { pg_sys::AcceptInvalidationMessages() };
     let mut dbs: Vec<(pg_sys::Oid, bool)> = Vec::new();
     let mut dead = Vec::new();
-    for (i, gen, db, name, seqoid) in used {
+    for (i, gen, db, name, name_len, seqoid) in used {
         let gone = if db == me {
-            !rows.iter().any(|(n, seq)| *n == name && *seq == Some(seqoid))
+            !rows.iter().any(|(n, seq)| n[..] == name[..name_len] && *seq == Some(seqoid))
         } else {
             let known = dbs.iter().find(|(d, _)| *d == db).map(|(_, e)| *e);
             let exists = known.unwrap_or_else(|| {

@@ -263,7 +263,8 @@ pub(super) fn claim_evicting(tag: &str, cfg: &TagConfig) -> Option<(usize, u64)>
                 }
                 (*h).evictions += 1;
                 if (*h).last_eviction_log == 0 || now.saturating_sub((*h).last_eviction_log) >= 60_000_000 {
-                    report = Some(((*e).dbid, (*e).tag, (*e).tag_len, (*h).evictions - (*h).evictions_logged));
+                    report =
+                        Some(((*e).dbid, (*e).tag, (*e).tag_len, (*h).evictions - (*h).evictions_logged));
                     (*h).last_eviction_log = now;
                     (*h).evictions_logged = (*h).evictions;
                 }

@@ -13,6 +13,8 @@
 #     above every value it handed out.
 #  4. A database holding a quarter of the segment table or more still gets 53400 for a new tag
 #     (it does not evict other databases' tags).
+#  5. A database using 40 spaces on the full keyed table holds at most 32 entries (a quarter):
+#     beyond that it evicts its own, and every call works.
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 
@@ -121,5 +123,15 @@ qdb "$P" victim "SELECT segment_next('o1')" "SELECT segment_next('o2')" >/dev/nu
 out=$(qdb "$P" victim "SELECT segment_next('o3')" "SELECT segment_next('o4')" 2>&1) || true
 check_match "a database holding 4 of the 16 segment entries gets 53400 for another tag, with a hint that fits" \
     "$out" "shared segment table is full.*HINT: +This database holds 4 entries or more"
+
+# ---- 5. a database using more spaces than its share of the full keyed table ----
+q "$P" "CREATE DATABASE big" >/dev/null
+qdb "$P" big "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
+    "SELECT count(keyed_create('s' || g)) FROM generate_series(1, 40) g" >/dev/null
+got=$(qdb "$P" big "SELECT string_agg(keyed_next('s' || g, 1)::text, ',' ORDER BY g) FROM generate_series(1, 40) g" 2>&1) || true
+check "each of 40 spaces of one database works on the full table" \
+    "$got" == "$(seq -s, 1 40 | sed 's/[0-9]*/1/g')"
+check "that database holds 32 entries (a quarter of 128), not 40" \
+    "$(qdb "$P" big "SELECT count(*) FROM keyed_status WHERE bound IS NOT NULL")" -eq 32
 
 finish
