@@ -112,6 +112,8 @@ enum Outcome {
 fn next_n(name: &[u8], key: i64, n: i64) -> i64 {
     check_writable();
     loop {
+        // Each round either hands out, or follows a raise or a release by another backend.
+        pg_sys::check_for_interrupts!();
         let res = resolve(name);
         if let Err(msg) = validate_count(n, res.step) {
             raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, None);
@@ -173,6 +175,7 @@ fn last(name: &[u8], key: i64) -> i64 {
             .unwrap_or_else(|| super::space::missing_sequence(name));
     }
     loop {
+        pg_sys::check_for_interrupts!();
         let res = resolve(name);
         let sec = section_of(key, res.section_size);
         let part = partition_of(res.gen, sec, PARTITIONS);

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use pg_idgen_core::keyed::floor_from_sequence;
 use pgrx::pg_sys;
 
-use super::table::{header, my_db, space, space_mut, Held, MAX_NAME_BYTES, MAX_SPACES};
+use super::table::{header, my_db, space, space_mut, Held, FAIR_SHARE, MAX_NAME_BYTES, MAX_SPACES};
 use crate::catalog::RunAs;
 use crate::errors::{raise, Code};
 use crate::tables;
@@ -117,12 +117,22 @@ pub(super) fn forget(name: &[u8]) {
     RESOLVED.with(|r| r.borrow_mut().retain(|(n, _)| n != name));
 }
 
+/// Marks entry `idx` used (for the eviction sweep): a relaxed load, and a store only when the
+/// sweep cleared it since.
+fn touch(idx: usize) {
+    let r = &space(idx).referenced;
+    if !r.load(Ordering::Relaxed) {
+        r.store(true, Ordering::Relaxed);
+    }
+}
+
 /// The space named `name`: from this backend's cache if its entry is still the same, else
 /// from the catalog, finding or claiming its shared entry.
 pub(super) fn resolve(name: &[u8]) -> Resolved {
     let cached = RESOLVED.with(|r| r.borrow().iter().find(|(n, _)| n == name).map(|(_, s)| *s));
     if let Some(s) = cached {
         if s.still_valid() {
+            touch(s.idx);
             return s;
         }
     }
@@ -138,42 +148,94 @@ pub(super) fn resolve(name: &[u8]) -> Resolved {
     res
 }
 
+/// How often a first use reads the catalog again when the space's backing sequence turned out
+/// to be dropped meanwhile (a concurrent keyed_drop, or a drop and a create, committed).
+const RESOLVE_ATTEMPTS: usize = 3;
+
 fn resolve_slow(name: &str) -> Resolved {
     header(); // not preloaded: 55000
-    let cfg = {
-        let _su = RunAs::superuser();
-        read_config(name)
-    };
-    let Some(cfg) = cfg else { unknown_space(name) };
     let db = my_db();
-    // Mostly the entry is there already (claimed by another backend, or by this one before an
-    // invalidation cleared its cache): no floor is needed, and no lock beyond the spaces lock.
-    let found = {
-        let _g = Held::spaces();
-        current(db, name, &cfg)
-    };
-    if let Some(res) = found {
-        return res;
+    for _attempt in 0..RESOLVE_ATTEMPTS {
+        pg_sys::check_for_interrupts!();
+        let cfg = {
+            let _su = RunAs::superuser();
+            read_config(name)
+        };
+        let Some(cfg) = cfg else { unknown_space(name) };
+        // Mostly the entry is there already (claimed by another backend, or by this one before an
+        // invalidation cleared its cache): no floor is needed, and no lock beyond the spaces lock.
+        let found = {
+            let _g = Held::spaces();
+            current(db, name, &cfg)
+        };
+        if let Some(res) = found {
+            touch(res.idx);
+            return res;
+        }
+        // The lock that serialises raises of the bound (see `raise_bound`), held from reading the
+        // persisted floor to claiming with it: a raise in between, by a backend of an entry that
+        // is then released or re-initialised, would leave the floor below values it handed out.
+        // It waits for a keyed_drop in flight (DROP SEQUENCE locks the sequence).
+        // SAFETY: a heavyweight lock by OID, released below or by abort.
+        unsafe { pg_sys::LockRelationOid(cfg.seqoid, RAISE_LOCK) };
+        let Some(floor) = persisted_floor(cfg.seqoid, cfg.step) else {
+            // SAFETY: the lock taken above.
+            unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, RAISE_LOCK) };
+            if sequence_dropped_by_hand(name, cfg.seqoid) {
+                missing_sequence(name);
+            }
+            // The space was dropped (and perhaps created again) by a transaction that committed
+            // after the row was read: read it again.
+            continue;
+        };
+        let mut report = None;
+        let claimed = {
+            let _g = Held::spaces();
+            claim(db, name, &cfg, floor, None, &mut report)
+        };
+        let claimed = match claimed {
+            Ok(res) => Ok(res),
+            Err(()) => {
+                // Full: free what can never be used again, then evict if still full.
+                let dead = dead_entries(db);
+                // SAFETY: reads the clock.
+                let now = unsafe { pg_sys::GetCurrentTimestamp() };
+                let _g = Held::spaces();
+                claim(db, name, &cfg, floor, Some((&dead, now)), &mut report)
+            }
+        };
+        // SAFETY: the lock taken above.
+        unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, RAISE_LOCK) };
+        if let Some(ev) = report {
+            ev.log();
+        }
+        match claimed {
+            Ok(res) => return res,
+            Err(()) => unreachable_full(),
+        }
     }
-    // The lock that serialises raises of the bound (see `raise_bound`), held from reading the
-    // persisted floor to claiming with it: a raise in between, by a backend of an entry that is
-    // then released or re-initialised, would leave the floor below values it handed out.
-    // SAFETY: a heavyweight lock by OID, released below or by abort.
-    unsafe { pg_sys::LockRelationOid(cfg.seqoid, RAISE_LOCK) };
-    let Some(floor) = persisted_floor(cfg.seqoid, cfg.step) else { missing_sequence(name) };
-    let claimed = {
-        let _g = Held::spaces();
-        claim(db, name, &cfg, floor)
-    };
-    // SAFETY: the lock taken above.
-    unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, RAISE_LOCK) };
-    claimed.unwrap_or_else(|| {
-        raise(
-            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!("too many keyed spaces in use: at most {MAX_SPACES} in the instance"),
-            Some("Drop spaces that are no longer used (keyed_drop), or restart the server to forget spaces of dropped databases."),
-        )
-    })
+    raise(
+        Code::ERRCODE_OBJECT_IN_USE,
+        format!("keyed space \"{name}\" is being dropped and created again concurrently"),
+        Some("Its backing sequence was dropped each time this call read the space; retry the statement."),
+    )
+}
+
+/// A claim allowed to evict always finds an entry; kept as an error rather than a panic.
+fn unreachable_full() -> ! {
+    raise(
+        Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+        format!("no entry of the {MAX_SPACES} keyed space entries could be claimed"),
+        None,
+    )
+}
+
+/// Whether the backing sequence `seqoid` of space `name`, found missing, was dropped by hand: the
+/// space's row still names it. Otherwise the space was dropped, or dropped and created again, by
+/// a transaction that committed meanwhile.
+fn sequence_dropped_by_hand(name: &str, seqoid: pg_sys::Oid) -> bool {
+    let _su = RunAs::superuser();
+    read_config(name).is_some_and(|c| c.seqoid == seqoid)
 }
 
 /// Under the spaces lock: the index of the entry of (db, name), if one is in use.
@@ -202,15 +264,185 @@ fn resolved_at(i: usize, cfg: &Config) -> Option<Resolved> {
     })
 }
 
+/// Entries that can never be used again, as (index, generation): those of databases that no
+/// longer exist, and those of this database whose space has no row now or a row naming another
+/// sequence (dropped by DROP EXTENSION, which runs no keyed_drop, or restored over). Read with
+/// no LWLock held: the entries under the spaces lock, the databases in the syscache, this
+/// database's spaces from its table. Another live database's spaces cannot be read from here.
+fn dead_entries(me: pg_sys::Oid) -> Vec<(usize, u64)> {
+    // copied under the lock into memory allocated before it
+    let mut used: Vec<(usize, u64, pg_sys::Oid, [u8; MAX_NAME_BYTES], usize, pg_sys::Oid)> =
+        Vec::with_capacity(MAX_SPACES);
+    {
+        let _g = Held::spaces();
+        for i in 0..MAX_SPACES {
+            let s = space(i);
+            if s.in_use {
+                used.push((i, s.gen.load(Ordering::Acquire), s.dbid, s.name, s.name_len, s.seqoid));
+            }
+        }
+    }
+    let mut rows: Vec<(Vec<u8>, Option<pg_sys::Oid>)> = Vec::new();
+    {
+        let _su = RunAs::superuser();
+        tables::scan_extension_table(c"pg_idgen_keyed_spaces", |row| {
+            if let Some(name) = row.text("space") {
+                rows.push((name.into_bytes(), row.oid("seq")));
+            }
+        });
+    }
+    // SAFETY: processes pending invalidations, with no LWLock held, so that the probes below see
+    // databases dropped by other backends.
+    unsafe { pg_sys::AcceptInvalidationMessages() };
+    let mut dbs: Vec<(pg_sys::Oid, bool)> = Vec::new();
+    let mut dead = Vec::new();
+    for (i, gen, db, name, name_len, seqoid) in used {
+        let gone = if db == me {
+            !rows.iter().any(|(n, seq)| n[..] == name[..name_len] && *seq == Some(seqoid))
+        } else {
+            let known = dbs.iter().find(|(d, _)| *d == db).map(|(_, e)| *e);
+            let exists = known.unwrap_or_else(|| {
+                // SAFETY: a syscache probe on the shared catalog pg_database, by OID, with no
+                // LWLock held.
+                let e = unsafe {
+                    pg_sys::SearchSysCacheExists(
+                        pg_sys::SysCacheIdentifier::DATABASEOID as i32,
+                        pg_sys::Datum::from(db),
+                        pg_sys::Datum::from(0),
+                        pg_sys::Datum::from(0),
+                        pg_sys::Datum::from(0),
+                    )
+                };
+                dbs.push((db, e));
+                e
+            });
+            !exists
+        };
+        if gone {
+            dead.push((i, gen));
+        }
+    }
+    dead
+}
+
+/// Under the spaces lock, exclusively: frees entry `i` (its generation changes, its cached keys
+/// become free slots).
+fn free_entry(i: usize) {
+    // SAFETY: the spaces lock is held exclusively: the identity fields are ours to write.
+    unsafe {
+        let h = header();
+        (*h).next_gen += 1;
+        (*space_mut(i)).gen.store((*h).next_gen, Ordering::Release);
+        (*space_mut(i)).in_use = false;
+    }
+}
+
+/// Under the spaces lock, on a full table: the entry to evict. A database holding `FAIR_SHARE`
+/// entries or more evicts one of its own; otherwise any database's. A clock sweep: the first
+/// candidate from the hand not used since the hand last passed it (each one passed is marked
+/// unused), so a space in steady use outlives those that are not. None only without candidates
+/// (there is always one: the table is full). Arithmetic only.
+fn victim(db: pg_sys::Oid) -> Option<usize> {
+    let mine = (0..MAX_SPACES).filter(|&i| space(i).in_use && space(i).dbid == db).count();
+    let candidate = |i: usize| space(i).in_use && (mine < FAIR_SHARE || space(i).dbid == db);
+    // SAFETY: the spaces lock is held exclusively: the hand is ours.
+    let h = unsafe { &mut *header() };
+    // Two rounds: the first passes over (and marks unused) the entries used since the hand last
+    // passed; the second takes the first candidate, used again meanwhile or not.
+    for round in 0..2 * MAX_SPACES {
+        let i = h.hand % MAX_SPACES;
+        h.hand = (i + 1) % MAX_SPACES;
+        if !candidate(i) {
+            continue;
+        }
+        let r = &space(i).referenced;
+        if round < MAX_SPACES && r.load(Ordering::Relaxed) {
+            r.store(false, Ordering::Relaxed);
+        } else {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// How often at most the eviction of live spaces is logged (timestamptz microseconds).
+const EVICTION_LOG_INTERVAL: i64 = 60_000_000;
+
+/// An eviction of a live space to log (copied under the spaces lock, logged after it).
+struct Eviction {
+    dbid: pg_sys::Oid,
+    name: [u8; MAX_NAME_BYTES],
+    name_len: usize,
+    since_last: u64,
+}
+
+impl Eviction {
+    fn log(&self) {
+        crate::errors::log_with_hint(
+            &format!(
+                "pg_idgen: more than {MAX_SPACES} keyed spaces are in use in the instance: the shared entry of space \"{}\" of database {} was evicted, with {} other evictions since the last such message",
+                String::from_utf8_lossy(&self.name[..self.name_len]),
+                self.dbid.to_u32(),
+                self.since_last - 1,
+            ),
+            &format!("An evicted space continues above its durable bound when it is used again (a gap in every key's numbers, as after a restart). Drop spaces, or databases, that are no longer used; a database holding {FAIR_SHARE} entries or more evicts its own spaces first."),
+        );
+    }
+}
+
+/// Under the spaces lock, exclusively: counts an eviction of entry `i`, and returns what to log
+/// if the last message is `EVICTION_LOG_INTERVAL` old. Arithmetic only.
+fn note_eviction(i: usize, now: i64) -> Option<Eviction> {
+    // SAFETY: the spaces lock is held exclusively: the counters are ours.
+    let h = unsafe { &mut *header() };
+    h.evictions += 1;
+    if h.last_eviction_log != 0 && now.saturating_sub(h.last_eviction_log) < EVICTION_LOG_INTERVAL {
+        return None;
+    }
+    h.last_eviction_log = now;
+    let since_last = h.evictions - h.evictions_logged;
+    h.evictions_logged = h.evictions;
+    let s = space(i);
+    Some(Eviction { dbid: s.dbid, name: s.name, name_len: s.name_len, since_last })
+}
+
 /// Under the spaces lock: the entry of (db, name) if it is backed by the configured sequence,
-/// else that entry re-initialised, else a free entry claimed. Arithmetic only.
-fn claim(db: pg_sys::Oid, name: &str, cfg: &Config, floor: i64) -> Option<Resolved> {
+/// else that entry re-initialised, else a free entry claimed. With `full` (the table was found
+/// full: the dead entries found since, and the time), dead entries are freed first, and if none
+/// is free then, one is evicted (`victim`; `report` is set when that is to be logged). Err when
+/// no entry is free and `full` is None. Arithmetic only.
+fn claim(
+    db: pg_sys::Oid,
+    name: &str,
+    cfg: &Config,
+    floor: i64,
+    full: Option<(&[(usize, u64)], i64)>,
+    report: &mut Option<Eviction>,
+) -> Result<Resolved, ()> {
     let mine = entry_of(db, name);
     if let Some(res) = mine.and_then(|i| resolved_at(i, cfg)) {
-        return Some(res);
+        return Ok(res);
     }
+    let free = || (0..MAX_SPACES).find(|&i| !space(i).in_use);
+    let mut i = mine.or_else(free);
+    if i.is_none() {
+        let Some((dead, now)) = full else { return Err(()) };
+        for &(d, gen) in dead {
+            if space(d).in_use && space(d).gen.load(Ordering::Acquire) == gen {
+                free_entry(d);
+            }
+        }
+        i = free();
+        if i.is_none() {
+            i = victim(db);
+            if let Some(v) = i {
+                *report = note_eviction(v, now);
+                free_entry(v);
+            }
+        }
+    }
+    let Some(i) = i else { return Err(()) };
     let bytes = name.as_bytes();
-    let i = mine.or_else(|| (0..MAX_SPACES).find(|&i| !space(i).in_use))?;
     // SAFETY: the spaces lock is held exclusively: the identity fields are ours to write.
     unsafe {
         let h = header();
@@ -230,7 +462,8 @@ fn claim(db: pg_sys::Oid, name: &str, cfg: &Config, floor: i64) -> Option<Resolv
         (*s).bound.store(floor, Ordering::Release);
         (*s).floor.store(floor, Ordering::Release);
         (*s).raises.store(0, Ordering::Relaxed);
-        Some(Resolved { idx: i, gen, seqoid: cfg.seqoid, step: cfg.step, section_size: cfg.section_size })
+        (*s).referenced.store(true, Ordering::Relaxed);
+        Ok(Resolved { idx: i, gen, seqoid: cfg.seqoid, step: cfg.step, section_size: cfg.section_size })
     }
 }
 
@@ -244,13 +477,7 @@ pub(super) fn release(db: pg_sys::Oid, name: &str) {
     for i in 0..MAX_SPACES {
         let s = space(i);
         if s.in_use && s.dbid == db && &s.name[..s.name_len] == bytes {
-            // SAFETY: the spaces lock is held exclusively.
-            unsafe {
-                let h = header();
-                (*h).next_gen += 1;
-                (*space_mut(i)).gen.store((*h).next_gen, Ordering::Release);
-                (*space_mut(i)).in_use = false;
-            }
+            free_entry(i);
         }
     }
 }
@@ -293,8 +520,16 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, need: i64) {
     // SAFETY: a syscache probe by OID.
     let exists =
         unsafe { pg_sys::get_rel_relkind(res.seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
-    if !exists {
-        missing_sequence(name);
+    if !exists || !res.still_valid() {
+        // SAFETY: the lock taken above.
+        unsafe { pg_sys::UnlockRelationOid(res.seqoid, RAISE_LOCK) };
+        if !exists && res.still_valid() && sequence_dropped_by_hand(name, res.seqoid) {
+            missing_sequence(name);
+        }
+        // Released, or dropped (and perhaps created again) by a transaction that committed while
+        // this call waited for the lock, before its release: the caller resolves the space again.
+        forget(name.as_bytes());
+        return;
     }
     let mut got = None;
     {
@@ -317,6 +552,10 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, need: i64) {
         // Everything inserted so far: our nextval's record, or the earlier record (possibly
         // another backend's, still unflushed) that covers the value we got.
         crate::segment::reserve::flush_wal_and_wait_for_sync_standbys_for("a keyed space's new bound");
+        // Under the spaces lock: the entry may have been released and claimed by another space
+        // since, whose bound this value is not (claims write the generation and the bound
+        // under that lock).
+        let _g = Held::spaces();
         if res.still_valid() {
             s.bound.fetch_max(v, Ordering::AcqRel);
         }

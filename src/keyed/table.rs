@@ -9,6 +9,15 @@
 //!   an atomic written only under it too, so the hot path reads it without the lock to detect a
 //!   released or re-claimed space. Lock `1 + p` (a *partition lock*) guards every cache slot of
 //!   partition `p` and the partition's tick.
+//! * The spaces table is a cache too: when no entry is free, a claim first frees the entries of
+//!   dropped databases and of this database's dropped spaces (checked with no LWLock held), then
+//!   evicts one (a clock sweep over `referenced`, a relaxed atomic every use sets; a database
+//!   holding `FAIR_SHARE` entries or more evicts one of its own). Releasing an entry is always
+//!   safe: whoever claims the space again reads its floor from the backing sequence, which is at
+//!   least every bound of every earlier generation (seqsvr's restart rule, for that space alone).
+//!   A backend of the old generation may still be raising its bound: the raise stores the new
+//!   bound under the spaces lock, only if the generation is unchanged, so it never lands on an
+//!   entry claimed since by another space.
 //! * A key and its section live in the same partition (the partition is chosen from the
 //!   section), so one partition lock covers loading a key from its section's floor and raising
 //!   that floor when the key is evicted.
@@ -25,7 +34,7 @@
 //!   partition locks.
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use pgrx::pg_sys;
 
@@ -35,8 +44,12 @@ pub(super) const SHMEM_NAME: &CStr = c"pg_idgen keyed cache";
 pub(super) const TRANCHE_NAME: &CStr = c"pg_idgen keyed";
 /// Longest space name, in bytes.
 pub const MAX_NAME_BYTES: usize = 63;
-/// Spaces in use at once in the instance (all databases).
+/// Entries of the spaces table: spaces in memory at once in the instance (all databases); more
+/// spaces in use than this evict each other (see the protocol).
 pub const MAX_SPACES: usize = 128;
+/// On a full table, a database holding this many entries or more evicts one of its own spaces,
+/// not another database's.
+pub const FAIR_SHARE: usize = MAX_SPACES / 4;
 /// Lock partitions of the cache.
 pub const PARTITIONS: usize = 128;
 /// Ways per cache set: a new entry evicts the least recently used of its set's ways.
@@ -63,6 +76,8 @@ pub(super) struct Space {
     pub(super) floor: AtomicI64,
     /// Statistics: bound raises (nextval calls) since server start.
     pub(super) raises: AtomicI64,
+    /// Used since the clock hand last passed (set by every use, cleared by the sweep).
+    pub(super) referenced: AtomicBool,
 }
 
 /// One cache slot: a key's current value or a section's floor.
@@ -87,6 +102,13 @@ pub(super) struct Header {
     pub(super) sets: usize,
     /// Last generation handed out (under the spaces lock).
     pub(super) next_gen: u64,
+    /// The clock hand of the eviction sweep (under the spaces lock).
+    pub(super) hand: usize,
+    /// Entries of live spaces evicted since start, and when that was last logged (timestamptz
+    /// microseconds); under the spaces lock.
+    pub(super) evictions: u64,
+    pub(super) evictions_logged: u64,
+    pub(super) last_eviction_log: i64,
 }
 
 pub(super) static mut HEADER: *mut Header = std::ptr::null_mut();

@@ -65,14 +65,20 @@ pub(super) fn find_or_claim(tag: &str) -> Found {
             return Found::Uncommitted(cfg);
         }
         let claimed = claim(tag, &cfg).or_else(|| {
-            // Full: entries of dropped databases and of this database's dropped tags can be reused.
-            reclaim_dead_entries().then(|| claim(tag, &cfg)).flatten()
+            // Full: entries of dropped databases and of this database's dropped tags can be reused;
+            // if none, an entry in use is evicted (no role can fill the table for the others).
+            if reclaim_dead_entries() {
+                if let Some(c) = claim(tag, &cfg) {
+                    return Some(c);
+                }
+            }
+            claim_evicting(tag, &cfg)
         });
         let Some((idx, gen)) = claimed else {
             raise(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
                 format!("the shared segment table is full: all {cap} entries are in use"),
-                Some("Raise pg_idgen.max_segments (takes a server restart), or drop tags no longer used with segment_drop()."),
+                Some(&format!("This database holds {} entries or more (a quarter of pg_idgen.max_segments), so its new tags do not evict others: drop its tags no longer used (segment_drop), or raise pg_idgen.max_segments (takes a server restart).", fair_share(cap))),
             )
         };
         // The row read may belong to a tag whose drop committed after it was read, and whose
@@ -194,50 +200,143 @@ pub(super) fn claim(tag: &str, cfg: &TagConfig) -> Option<(usize, u64)> {
     for i in 0..cap {
         let _g = Held::entry(i);
         let e = entry_ptr(i);
-        // SAFETY: the table lock is held exclusively and the entry lock too: the entry may be
-        // rewritten whole (see the protocol); its condition variable lives outside it.
-        unsafe {
-            if (*e).in_use {
-                continue;
-            }
-            (*h).next_gen += 1;
-            let gen = (*h).next_gen;
-            std::ptr::write(
-                e,
-                Entry {
-                    in_use: true,
-                    generation: gen,
-                    dbid: db,
-                    tag_len: tag.len(),
-                    tag: [0; MAX_TAG_BYTES],
-                    seqoid: cfg.seqoid,
-                    unit: cfg.unit,
-                    stride: cfg.stride,
-                    mult: cfg.mult,
-                    min_m: cfg.min_m,
-                    max_m: cfg.max_m,
-                    target_ms: cfg.target_ms,
-                    bufs: Buffers::default(),
-                    slotted: cfg.slotted,
-                    start: cfg.start,
-                    slots: cfg.slots,
-                    slot_high: [i64::MIN; super::table::MAX_SLOTS],
-                    slot_refills: [0; super::table::MAX_SLOTS],
-                    registry: cfg.registry,
-                    refilling: false,
-                    ahead_failed: false,
-                    issued: 0,
-                    refills: 0,
-                    sync_refills: 0,
-                    discarded: 0,
-                    last_refill_ms: 0,
-                },
-            );
-            (&mut (*e).tag)[..tag.len()].copy_from_slice(tag.as_bytes());
-            return Some((i, gen));
+        // SAFETY: the table lock is held exclusively and the entry lock too.
+        if unsafe { (*e).in_use } {
+            continue;
         }
+        // SAFETY: as above.
+        return Some((i, unsafe { write_entry(h, e, db, tag, cfg) }));
     }
     None
+}
+
+/// Claims an entry for (this database, tag) on a full table by evicting one in use: a clock sweep
+/// from the hand that passes over (and marks) entries that handed out values since it last
+/// passed them. Only a database holding less than a quarter of the entries evicts (so that no
+/// role, however many databases it creates, can keep another database from its share); a
+/// database holding more gets None (53400: its own tags fill its share).
+pub(super) fn claim_evicting(tag: &str, cfg: &TagConfig) -> Option<(usize, u64)> {
+    let h = header();
+    let db = my_db();
+    // SAFETY: as above.
+    let cap = unsafe { (*h).capacity };
+    // SAFETY: reads the clock, before any lock.
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    let mut report = None;
+    let claimed = {
+        let _t = Held::table();
+        // the identity fields (dbid, in_use) are read under the table lock
+        let mine = (0..cap)
+            // SAFETY: identity fields are read under the table lock.
+            .filter(|&i| unsafe { (*entry_ptr(i)).in_use && (*entry_ptr(i)).dbid == db })
+            .count();
+        let mut found = None;
+        let may_evict = mine < fair_share(cap);
+        // Two rounds: the first passes over (and marks) the entries used since the hand last
+        // passed; the second evicts the first candidate, used or not.
+        for round in 0..2 * cap {
+            // SAFETY: the table lock is held exclusively: the hand is ours.
+            let i = unsafe {
+                let i = (*h).hand % cap;
+                (*h).hand = (i + 1) % cap;
+                i
+            };
+            let _g = Held::entry(i);
+            let e = entry_ptr(i);
+            // SAFETY: the table lock and the entry lock are held: every field is ours to read and
+            // write; the entry may be rewritten whole.
+            unsafe {
+                if entry_matches(e, db, tag.as_bytes()) {
+                    found = Some((i, (*e).generation)); // claimed meanwhile
+                    break;
+                }
+                if !(*e).in_use {
+                    found = Some((i, write_entry(h, e, db, tag, cfg)));
+                    break;
+                }
+                if !may_evict {
+                    continue;
+                }
+                if round < cap && (*e).swept_issued != (*e).issued {
+                    (*e).swept_issued = (*e).issued;
+                    continue;
+                }
+                (*h).evictions += 1;
+                if (*h).last_eviction_log == 0 || now.saturating_sub((*h).last_eviction_log) >= 60_000_000 {
+                    report =
+                        Some(((*e).dbid, (*e).tag, (*e).tag_len, (*h).evictions - (*h).evictions_logged));
+                    (*h).last_eviction_log = now;
+                    (*h).evictions_logged = (*h).evictions;
+                }
+                free_entry(h, e);
+                found = Some((i, write_entry(h, e, db, tag, cfg)));
+                break;
+            }
+        }
+        found
+    };
+    if let Some((victim_db, vtag, vlen, n)) = report {
+        crate::errors::log_with_hint(
+            &format!(
+                "pg_idgen: the shared segment table is full ({cap} entries): the entry of tag \"{}\" of database {} was evicted, with {} other evictions since the last such message",
+                String::from_utf8_lossy(&vtag[..vlen.min(MAX_TAG_BYTES)]),
+                victim_db.to_u32(),
+                n - 1
+            ),
+            "An evicted tag skips its cached values when it is used again (a gap, as after segment_set). Raise pg_idgen.max_segments (takes a server restart), or drop tags or databases no longer used.",
+        );
+    }
+    claimed
+}
+
+/// Entries a database may hold and still evict another's on a full table: a quarter of them.
+pub(super) fn fair_share(cap: usize) -> usize {
+    (cap / 4).max(1)
+}
+
+/// Writes a new entry for (db, tag) into `e`; returns its generation. Caller holds the table
+/// lock exclusively and the entry's lock, and `e` is free.
+unsafe fn write_entry(h: *mut Header, e: *mut Entry, db: pg_sys::Oid, tag: &str, cfg: &TagConfig) -> u64 {
+    // SAFETY: the table lock is held exclusively and the entry lock too: the entry may be
+    // rewritten whole (see the protocol); its condition variable lives outside it.
+    unsafe {
+        (*h).next_gen += 1;
+        let gen = (*h).next_gen;
+        std::ptr::write(
+            e,
+            Entry {
+                in_use: true,
+                generation: gen,
+                dbid: db,
+                tag_len: tag.len(),
+                tag: [0; MAX_TAG_BYTES],
+                seqoid: cfg.seqoid,
+                unit: cfg.unit,
+                stride: cfg.stride,
+                mult: cfg.mult,
+                min_m: cfg.min_m,
+                max_m: cfg.max_m,
+                target_ms: cfg.target_ms,
+                bufs: Buffers::default(),
+                slotted: cfg.slotted,
+                start: cfg.start,
+                slots: cfg.slots,
+                slot_high: [i64::MIN; super::table::MAX_SLOTS],
+                slot_refills: [0; super::table::MAX_SLOTS],
+                registry: cfg.registry,
+                refilling: false,
+                ahead_failed: false,
+                issued: 0,
+                refills: 0,
+                sync_refills: 0,
+                discarded: 0,
+                last_refill_ms: 0,
+                swept_issued: -1,
+            },
+        );
+        (&mut (*e).tag)[..tag.len()].copy_from_slice(tag.as_bytes());
+        gen
+    }
 }
 
 /// Releases the entry of (db, tag) if it is in shared memory: its cached values are dropped

@@ -16,6 +16,12 @@
 //!   everything installed before, so concurrent reservations can never make values go back).
 //! * A backend caches (tag -> entry index, generation). `generation` changes whenever an entry is
 //!   released or claimed, so a stale index (drop + create, set) is detected under the entry lock.
+//! * When no entry is free, a claim frees the entries of dropped databases and of this database's
+//!   dropped tags, then evicts one in use (`claim::claim_evicting`): a clock sweep under the table
+//!   lock, taking each entry lock in turn, that passes over an entry whose `issued` moved since
+//!   the hand last passed it (`swept_issued`); a database holding a quarter of the entries or
+//!   more evicts one of its own. An eviction is a release (as `segment_drop` or `segment_set`
+//!   make): the entry's cached values are skipped (a gap), the tag's next use claims it again.
 //! * `refilling` (under the entry lock) elects one backend for the asynchronous refill; it is only
 //!   a hint: a backend that finds both buffers empty reserves synchronously regardless, so a
 //!   refiller that died cannot stall the tag.
@@ -76,6 +82,8 @@ pub(super) struct Entry {
     pub(super) sync_refills: i64,
     pub(super) discarded: i64,
     pub(super) last_refill_ms: i64,
+    /// `issued` when the eviction sweep last passed this entry (-1: claimed since).
+    pub(super) swept_issued: i64,
 }
 
 #[repr(C)]
@@ -84,6 +92,12 @@ pub(super) struct Header {
     pub(super) capacity: usize,
     /// Last generation handed out (under the table lock).
     pub(super) next_gen: u64,
+    /// The eviction sweep's clock hand; entries in use evicted since start, and when that was
+    /// last logged (timestamptz microseconds) and at which count. Under the table lock.
+    pub(super) hand: usize,
+    pub(super) evictions: u64,
+    pub(super) evictions_logged: u64,
+    pub(super) last_eviction_log: i64,
 }
 
 pub(super) static mut HEADER: *mut Header = std::ptr::null_mut();
