@@ -316,7 +316,7 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, need: i64) {
     if let Some(v) = got {
         // Everything inserted so far: our nextval's record, or the earlier record (possibly
         // another backend's, still unflushed) that covers the value we got.
-        crate::segment::reserve::flush_wal_and_wait_for_sync_standbys_for("a keyed space's new bound");
+        crate::segment::durable::flush_wal_and_wait_for_sync_standbys_for("a keyed space's new bound");
         if res.still_valid() {
             s.bound.fetch_max(v, Ordering::AcqRel);
         }

@@ -1,18 +1,17 @@
-//! Durable reservations: `nextval` on the tag's backing sequence, the WAL flush and the wait for
-//! synchronous standbys, and installing the result in the entry's double buffer (refill).
+//! The bottom layer: a backing sequence and durability, nothing else of a tag. One `nextval` per
+//! chunk on a backing sequence, then the WAL flush and the wait for synchronous standbys, before
+//! any value of the chunks is handed out ([`reserve_starts`]); what a sequence has reserved, read
+//! by OID without SQL ([`next_chunk`], [`persisted_hwm`]); and the backing sequences' DDL
+//! ([`create_backing_sequence`]). Knows no tag kind, no slot, no shared entry: every file above
+//! that makes values durable comes here (and `keyed` too, for its spaces' bounds).
 
-use pg_idgen_core::segment::{next_multiple, Buffers, Segment, Take};
+use pg_idgen_core::segment::Segment;
+use pgrx::prelude::*;
 
-use super::claim::release_claim;
-use super::config::{read_config, TagConfig};
-use super::errors::{missing_sequence, unknown_tag};
-use crate::tables;
-use pgrx::pg_sys;
-
-use super::table::{cv_ptr, entry_ptr, Entry, Held};
-use crate::catalog::RunAs;
-use crate::clock::now_unix_ms;
+use super::errors::missing_sequence;
+use crate::catalog::{free_relation_name, RunAs};
 use crate::errors::{raise, Code};
+use crate::tables;
 
 unsafe extern "C-unwind" {
     /// The C function itself, only ever called by `DirectFunctionCall1Coll` (which pgrx guards).
@@ -96,224 +95,42 @@ pub(super) fn reserve_starts(seqoid: pg_sys::Oid, mult: i64) -> Vec<i64> {
     starts
 }
 
-/// Runs `f` in an internal subtransaction, as a PL/pgSQL exception block does: an ERROR in `f`
-/// rolls the subtransaction back (releasing the sequence's buffer lock, its relation and
-/// whatever else it held) and is returned, so the caller decides whether to rethrow it.
-pub(super) fn in_subtransaction<T>(
-    f: impl FnOnce() -> T + std::panic::UnwindSafe,
-) -> Result<T, Box<pgrx::pg_sys::panic::CaughtError>> {
-    // SAFETY: the standard internal-subtransaction protocol (see plpgsql's exec_stmt_block): save
-    // the memory context and resource owner, begin, run, then release or roll back and restore.
-    unsafe {
-        let cxt = pg_sys::CurrentMemoryContext;
-        let owner = pg_sys::CurrentResourceOwner;
-        pg_sys::BeginInternalSubTransaction(std::ptr::null());
-        pg_sys::MemoryContextSwitchTo(cxt);
-        let result = pgrx::PgTryBuilder::new(move || Ok(f())).catch_others(|e| Err(Box::new(e))).execute();
-        match result {
-            Ok(_) => pg_sys::ReleaseCurrentSubTransaction(),
-            Err(_) => {
-                pg_sys::MemoryContextSwitchTo(cxt);
-                pg_sys::RollbackAndReleaseCurrentSubTransaction();
-            }
-        }
-        pg_sys::MemoryContextSwitchTo(cxt);
-        pg_sys::CurrentResourceOwner = owner;
-        result
+/// The chunk start the next `nextval` of a slot's sequence returns, or None if it is gone.
+pub(super) fn next_chunk(seqoid: pg_sys::Oid, stride: i64) -> Option<i64> {
+    let (last, called) = tables::sequence_state(seqoid)?;
+    Some(if called { last.saturating_add(stride) } else { last })
+}
+
+/// What a tag's backing sequence has reserved, read under the sequence's own lock as nextval
+/// sees it: the largest value that may have been handed out, or None if nothing ever was.
+/// `last_value` with `is_called` is the whole truth: after `setval(.., false)` (what
+/// segment_set leaves) `pg_sequence_last_value()` is NULL although values below were issued.
+pub(super) fn persisted_hwm(seqoid: pg_sys::Oid, unit: i64, origin: i64) -> Option<i64> {
+    let Some((last, called)) = tables::sequence_state(seqoid) else { missing_sequence(seqoid) };
+    if called {
+        Some(last.saturating_add(unit - 1))
+    } else if last > origin {
+        Some(last - 1) // moved by segment_set: anything below may have been handed out
+    } else {
+        None // never used
     }
 }
 
-/// Refills entry `idx` (generation `gen`). `sync`: both buffers were empty and the caller has no
-/// value; otherwise the caller already holds a value and a failed reservation must not cost it
-/// that value (it is returned; the entry stops refilling ahead until a synchronous refill).
-pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
-    let (seqoid, unit, stride, mult, tag, slotted, slot_high) = {
-        let _g = Held::entry(idx);
-        let e = entry_ptr(idx);
-        // SAFETY: mutable entry fields are read under the entry lock.
-        unsafe {
-            if !(*e).in_use || (*e).generation != gen {
-                return;
-            }
-            let tag = String::from_utf8_lossy(&(&(*e).tag)[..(*e).tag_len]).into_owned();
-            let slot_high = if (*e).slotted { Some((*e).slot_high) } else { None };
-            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult, tag, (*e).slotted, slot_high)
-        }
+/// Creates a backing sequence `pg_idgen_seg_<n>` (the first free `n` from `from` on; the name is
+/// generated, never derived from the tag) going up by `stride` from `start`, at `next`.
+pub(super) fn create_backing_sequence(schema: &str, from: i64, stride: i64, start: i64) -> String {
+    let Some(seqname) = free_relation_name(schema, "pg_idgen_seg_", from, 10_000) else {
+        raise(
+            Code::ERRCODE_DUPLICATE_OBJECT,
+            "no free name for the backing sequence of a segment tag",
+            Some("Relations named pg_idgen_seg_<n> in the extension's schema that are not backing sequences of tags should be renamed."),
+        )
     };
-    // SAFETY: a flag of the current transaction.
-    if !sync && unsafe { pg_sys::XactReadOnly } {
-        finish_refill(idx, gen, |e| e.refilling = false);
-        return; // in a read-only transaction only a caller left with no value reserves (and fails)
-    }
-    let reserved = in_subtransaction(move || {
-        // Every reservation checks the entry against the catalog first: a tag dropped with the
-        // extension, or whose sequence was dropped by hand, is not served any further.
-        let cfg = read_config(&tag).filter(|cfg| cfg.seqoid == seqoid && cfg.slotted == slotted);
-        let Some(cfg) = cfg else {
-            release_claim(idx, gen);
-            unknown_tag(&tag);
-        };
-        if tables::sequence_state(seqoid).is_none() {
-            missing_sequence(seqoid);
-        }
-        if slotted {
-            let (slot, seg, released) = super::slots::reserve_slotted(&tag, &cfg, mult, slot_high.as_ref());
-            (Some(slot), seg, released)
-        } else {
-            (None, reserve(seqoid, unit, stride, mult), false)
-        }
+    let ddl = format!(
+        "CREATE SEQUENCE {seqname} AS bigint INCREMENT BY {stride} MINVALUE {start} START WITH {start} CACHE 1 NO CYCLE"
+    );
+    Spi::run(&ddl).unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not create the backing sequence: {e}"), None)
     });
-    let (slot, seg) = match reserved {
-        Ok((_, _, true)) => {
-            // the slot was released while this reserved: a gap; the caller tries again
-            finish_refill(idx, gen, |e| e.refilling = false);
-            return;
-        }
-        Ok((slot, seg, false)) => (slot, seg),
-        Err(error) => {
-            finish_refill(idx, gen, |e| {
-                e.refilling = false;
-                if !sync {
-                    e.ahead_failed = true;
-                }
-            });
-            // a cancel from PostgreSQL (CHECK_FOR_INTERRUPTS) or from us (a cancelled wait for
-            // synchronous standbys, flush_wal_and_wait_for_sync_standbys) ends the statement
-            use pgrx::pg_sys::panic::CaughtError;
-            let cancelled = matches!(&*error, CaughtError::PostgresError(r) | CaughtError::ErrorReport(r)
-                if matches!(r.sql_error_code(), Code::ERRCODE_QUERY_CANCELED | Code::ERRCODE_ADMIN_SHUTDOWN));
-            if sync || cancelled {
-                error.rethrow();
-            }
-            return; // the caller's value stands; the next synchronous refill retries and reports
-        }
-    };
-    let now = now_unix_ms();
-    let mut overflow = false;
-    finish_refill(idx, gen, |e| {
-        e.refilling = false;
-        let Some(seg) = seg else {
-            overflow = true;
-            e.ahead_failed = true;
-            return;
-        };
-        let installed = match slot {
-            Some(s) if (0..e.slot_high.len() as i64).contains(&s) => {
-                let how = e.bufs.install_in_slot(seg, &mut e.slot_high[s as usize]);
-                if how != pg_idgen_core::segment::Installed::Discarded {
-                    e.slot_refills[s as usize] += 1;
-                }
-                how
-            }
-            Some(_) => pg_idgen_core::segment::Installed::Discarded,
-            None => e.bufs.install(seg),
-        };
-        match installed {
-            pg_idgen_core::segment::Installed::Discarded => e.discarded += 1,
-            _ => {
-                e.ahead_failed = false;
-                e.refills += 1;
-                if sync {
-                    e.sync_refills += 1;
-                }
-                if e.last_refill_ms > 0 {
-                    let lasted = now - e.last_refill_ms;
-                    e.mult = next_multiple(e.mult, lasted, e.target_ms, e.min_m, e.max_m);
-                }
-                e.last_refill_ms = now;
-            }
-        }
-    });
-    if overflow && sync {
-        overflow_oid(seqoid);
-    }
-}
-
-/// Applies `f` to entry `idx` under its lock if it still has generation `gen` (a drop or set
-/// meanwhile makes the reservation a gap), then wakes the backends waiting for this refill.
-pub(super) fn finish_refill(idx: usize, gen: u64, f: impl FnOnce(&mut Entry)) {
-    {
-        let _g = Held::entry(idx);
-        let e = entry_ptr(idx);
-        // SAFETY: the entry lock is held; `f` does arithmetic only (see the protocol).
-        unsafe {
-            if (*e).generation == gen {
-                f(&mut *e);
-            }
-        }
-    }
-    // SAFETY: the condition variable of entry `idx` lives in shared memory for the server's life.
-    unsafe { pg_sys::ConditionVariableBroadcast(cv_ptr(idx)) };
-}
-
-pub(super) fn overflow_oid(seqoid: pg_sys::Oid) -> ! {
-    raise(
-        Code::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
-        format!("segment sequence {} has reached the largest bigint value", u32::from(seqoid)),
-        None,
-    )
-}
-
-thread_local! {
-    /// Values of tags created by the current transaction, reserved by this backend alone (no
-    /// other backend can see the tag before commit), by tag and backing sequence (a tag dropped
-    /// and created again in the same transaction has a new sequence, and must not be served what
-    /// the first one reserved). Emptied at the end of the transaction: what is left becomes a
-    /// gap, as a restart's cached remainder does.
-    static PRIVATE: std::cell::RefCell<std::collections::HashMap<(String, u32), Buffers>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
-}
-
-/// The next value of a tag created by this transaction (see `claim::Found::Uncommitted`):
-/// reserved durably from its sequence like any segment, held in this backend's memory.
-pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
-    loop {
-        let key = (tag.to_string(), u32::from(cfg.seqoid));
-        let taken = PRIVATE.with(|p| p.borrow_mut().get_mut(&key).map(Buffers::take));
-        match taken {
-            Some(Take::Value { value, .. }) if !cfg.registry => return value,
-            Some(Take::Value { value, .. }) => {
-                // A registry-owned slot: only while this node serves it and the value lies within
-                // its chunks now (a move meanwhile: what is left here is a gap).
-                if !super::owners::serving() {
-                    super::leased::not_serving(tag);
-                }
-                let within = pg_idgen_core::slots::locate(cfg.start, cfg.unit, cfg.slots, value).is_some_and(
-                    |(slot, chunk)| {
-                        super::owners::get(tag, slot).is_some_and(|h| h.floor <= chunk && chunk < h.ceiling)
-                    },
-                );
-                if within {
-                    return value;
-                }
-                PRIVATE.with(|p| p.borrow_mut().insert(key.clone(), Buffers::default()));
-            }
-            Some(Take::Empty) => {}
-            None => {
-                let first = PRIVATE.with(|p| {
-                    let mut p = p.borrow_mut();
-                    let first = p.is_empty();
-                    p.insert(key.clone(), Buffers::default());
-                    first
-                });
-                if first {
-                    for event in [pgrx::PgXactCallbackEvent::Commit, pgrx::PgXactCallbackEvent::Abort] {
-                        pgrx::register_xact_callback(event, || {
-                            let _ = PRIVATE.try_with(|p| p.borrow_mut().clear());
-                        });
-                    }
-                }
-            }
-        }
-        let seg = if cfg.slotted {
-            match super::slots::reserve_slotted(tag, cfg, cfg.mult, None) {
-                (_, _, true) => continue,
-                (_, seg, false) => seg,
-            }
-        } else {
-            reserve(cfg.seqoid, cfg.unit, cfg.stride, cfg.mult)
-        }
-        .unwrap_or_else(|| overflow_oid(cfg.seqoid));
-        PRIVATE.with(|p| p.borrow_mut().get_mut(&key).map(|b| b.install(seg)));
-    }
+    seqname
 }
