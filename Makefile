@@ -15,7 +15,8 @@
 #                          cross-version integration scripts and the updates; then pg_upgrade
 #                          15 -> 18; a summary line per major and the time of every layer at the end
 #   make test PG=17        one major, every layer
-#   make test-docs         every relative link and #anchor of README.md and docs/ resolves (offline)
+#   make test-docs         every relative link and #anchor of README.md and docs/ resolves, and no
+#                          import cycle between the files of src/ but shmem <-> wal (offline)
 #   make test-all          for a release: like make test, but every integration script, the client
 #                          libraries and the release package on every major (make test runs on 16
 #                          and 17 only the integration scripts marked cross-version and no client
@@ -161,10 +162,13 @@ test-all:
 	FULL_INTEGRATION_MAJORS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
 
-# scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors
+# scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors;
+# scripts/check-imports.py: the same, no import cycle between the files of src/ but shmem <-> wal
 test-docs:
 	@echo "=== documentation links: scripts/check-links.py README.md docs ==="
 	python3 scripts/check-links.py README.md docs
+	@echo "=== import cycles of src/: scripts/check-imports.py --self-test src ==="
+	python3 scripts/check-imports.py --self-test src
 
 test-core:
 	@echo "=== pure Rust: cargo test -p pg_idgen_core ==="
