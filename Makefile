@@ -187,7 +187,7 @@ test-regress: install-test
 	tests/regress/run.sh
 
 test-integration: install-test
-	@echo "=== integration on PostgreSQL $(PG): tests/integration/*.sh ==="
+	@echo "=== integration on PostgreSQL $(PG): tests/integration/*/*.sh ==="
 	scripts/run-integration.sh
 
 # the client libraries come from scripts/deps.sh (make deps, or scripts/deps.sh --clients)
@@ -241,12 +241,14 @@ test-package: package
 # 29500-29600 (#[pg_test] picks a free ephemeral port itself). A failed Assert() aborts the
 # backend with a `TRAP:` line in the server log, so the logs are scanned (scripts/cassert.sh scan:
 # TRAP:, SIGSEGV/SIGBUS/SIGILL/SIGFPE, and SIGABRT not explained by a PANIC).
-# CASSERT_IT: integration scripts to run as well (numbers, e.g. "40 71 72"; empty: none).
+# CASSERT_IT: integration scripts to run as well (folder/number, e.g. "snowflake/004 segment/001";
+# empty: none).
 CASSERT_PREFIX    ?= /opt/pg15-cassert
 CASSERT_PG_CONFIG := $(CASSERT_PREFIX)/bin/pg_config
 CASSERT_RUN_DIR   ?= /tmp/cassert-run
 CASSERT_PGRX_HOME ?= $(CASSERT_RUN_DIR)/pgrx-home
-CASSERT_IT        ?= 40 45 71 72 73 74 75 76 77 78 79
+CASSERT_IT        ?= snowflake/004 snowflake/005 segment/001 segment/002 segment/003 segment/004 \
+                     segment/005 segment/006 snowflake/008 snowflake/009 segment/007
 CASSERT_ENV = PG_CONFIG=$(CASSERT_PG_CONFIG) PG_IDGEN_RUN_DIR=$(CASSERT_RUN_DIR) PGRX_HOME=$(CASSERT_PGRX_HOME)
 
 # Every layer runs even when an earlier one failed; the target fails at the end if any did.

@@ -29,7 +29,7 @@
 #   rules        promtool check/test of prometheus/pg_idgen.rules.yml, once (make test-monitoring-rules)
 #   pgrx         cargo pgrx test pgNN --runas postgres          (make test-pgrx PG=NN)
 #   regress      tests/regress/run.sh on a dev-profile install  (make test-regress PG=NN)
-#   integration  tests/integration/*.sh, same install           (make test-integration PG=NN)
+#   integration  tests/integration/*/*.sh, same install           (make test-integration PG=NN)
 #   clients      tests/clients/run.sh, same install: psycopg, asyncpg, SQLAlchemy, Django,
 #                node-postgres, pgjdbc                          (make test-clients PG=NN)
 #   monitoring   postgres_exporter + prometheus/queries.yaml scraping a cluster, same install
