@@ -15,7 +15,8 @@
 #                          cross-version integration scripts and the updates; then pg_upgrade
 #                          15 -> 18; a summary line per major and the time of every layer at the end
 #   make test PG=17        one major, every layer
-#   make test-docs         every relative link and #anchor of README.md and docs/ resolves (offline)
+#   make test-docs         every relative link and #anchor of README.md and docs/ resolves, and no
+#                          import cycle between the files of src/ but shmem <-> wal (offline)
 #   make test-all          for a release: like make test, but every integration script, the client
 #                          libraries and the release package on every major (make test runs on 16
 #                          and 17 only the integration scripts marked cross-version and no client
@@ -161,10 +162,13 @@ test-all:
 	FULL_INTEGRATION_MAJORS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
 
-# scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors
+# scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors;
+# scripts/check-imports.py: the same, no import cycle between the files of src/ but shmem <-> wal
 test-docs:
 	@echo "=== documentation links: scripts/check-links.py README.md docs ==="
 	python3 scripts/check-links.py README.md docs
+	@echo "=== import cycles of src/: scripts/check-imports.py --self-test src ==="
+	python3 scripts/check-imports.py --self-test src
 
 test-core:
 	@echo "=== pure Rust: cargo test -p pg_idgen_core ==="
@@ -183,7 +187,7 @@ test-regress: install-test
 	tests/regress/run.sh
 
 test-integration: install-test
-	@echo "=== integration on PostgreSQL $(PG): tests/integration/*.sh ==="
+	@echo "=== integration on PostgreSQL $(PG): tests/integration/*/*.sh ==="
 	scripts/run-integration.sh
 
 # the client libraries come from scripts/deps.sh (make deps, or scripts/deps.sh --clients)
@@ -237,12 +241,14 @@ test-package: package
 # 29500-29600 (#[pg_test] picks a free ephemeral port itself). A failed Assert() aborts the
 # backend with a `TRAP:` line in the server log, so the logs are scanned (scripts/cassert.sh scan:
 # TRAP:, SIGSEGV/SIGBUS/SIGILL/SIGFPE, and SIGABRT not explained by a PANIC).
-# CASSERT_IT: integration scripts to run as well (numbers, e.g. "40 71 72"; empty: none).
+# CASSERT_IT: integration scripts to run as well (folder/number, e.g. "snowflake/004 segment/001";
+# empty: none).
 CASSERT_PREFIX    ?= /opt/pg15-cassert
 CASSERT_PG_CONFIG := $(CASSERT_PREFIX)/bin/pg_config
 CASSERT_RUN_DIR   ?= /tmp/cassert-run
 CASSERT_PGRX_HOME ?= $(CASSERT_RUN_DIR)/pgrx-home
-CASSERT_IT        ?= 40 45 71 72 73 74 75 76 77 78 79
+CASSERT_IT        ?= snowflake/004 snowflake/005 segment/001 segment/002 segment/003 segment/004 \
+                     segment/005 segment/006 snowflake/008 snowflake/009 segment/007
 CASSERT_ENV = PG_CONFIG=$(CASSERT_PG_CONFIG) PG_IDGEN_RUN_DIR=$(CASSERT_RUN_DIR) PGRX_HOME=$(CASSERT_PGRX_HOME)
 
 # Every layer runs even when an earlier one failed; the target fails at the end if any did.

@@ -16,7 +16,7 @@
 # archive serves as source. The Debian patches must stay off: 50-per-version-dirs hard-codes
 # pkglibdir to /usr/lib/postgresql/15/lib whatever the prefix, so `make install` would overwrite
 # the system server's modules and pgxs. As a second line of defence the script refuses to install
-# unless every directory the built pg_config reports lies under $CASSERT_PREFIX. Installs postgres_fdw (tests/integration/80_fleet.sh) and pg_regress
+# unless every directory the built pg_config reports lies under $CASSERT_PREFIX. Installs postgres_fdw (tests/integration/fleet/001_shards.sh) and pg_regress
 # ($pkglibdir/pgxs/src/test/regress/pg_regress, what tests/regress/run.sh runs). Takes about
 # 10 minutes on 2 cores; the compiler runs under `nice -n 10`.
 set -euo pipefail

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# scripts/run-integration.sh — run tests/integration/*.sh, two at a time.
+# scripts/run-integration.sh — run tests/integration/*/*.sh (one folder per feature,
+# tests/README.md), two at a time.
 #
 # Usage: scripts/run-integration.sh [SCRIPT...]     (make test-integration)
 #   Each script is run as `bash SCRIPT <repo root>` from the repo root; it starts its own clusters
@@ -55,7 +56,7 @@ header_has() { grep -qxF "# integration: $2" "$1"; }
 
 if [ $# -gt 0 ]; then all=("$@"); else
     shopt -s nullglob
-    all=(tests/integration/*.sh)
+    all=(tests/integration/*/*.sh)
 fi
 scripts=()
 for t in "${all[@]}"; do

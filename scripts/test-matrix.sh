@@ -23,12 +23,13 @@
 #        PG_IDGEN_DEPS_SECS=N the time `make deps` took (.ci/run sets it), shown with the layers.
 #
 # Layers (each a make target, so it can be run alone):
-#   docs         relative links and #anchors of README.md, docs/  (make test-docs)
+#   docs         relative links and #anchors of README.md, docs/; no import cycle in src/ but
+#                shmem <-> wal  (make test-docs)
 #   core         cargo test -p pg_idgen_core                    (make test-core)
 #   rules        promtool check/test of prometheus/pg_idgen.rules.yml, once (make test-monitoring-rules)
 #   pgrx         cargo pgrx test pgNN --runas postgres          (make test-pgrx PG=NN)
 #   regress      tests/regress/run.sh on a dev-profile install  (make test-regress PG=NN)
-#   integration  tests/integration/*.sh, same install           (make test-integration PG=NN)
+#   integration  tests/integration/*/*.sh, same install           (make test-integration PG=NN)
 #   clients      tests/clients/run.sh, same install: psycopg, asyncpg, SQLAlchemy, Django,
 #                node-postgres, pgjdbc                          (make test-clients PG=NN)
 #   monitoring   postgres_exporter + prometheus/queries.yaml scraping a cluster, same install
@@ -194,7 +195,7 @@ summary() {
 # ---- docs: once (no build, no server)
 if has_layer docs; then
     run_layer any docs make --no-print-directory test-docs
-    SUMMARY[docs]="docs: $(grep -Eo '(all [0-9]+|[0-9]+ of [0-9]+) relative links' "$LAST_LOG" | tail -1) $(status $LAST_RC) ($(fmt $LAST_SECS))"
+    SUMMARY[docs]="docs: $(grep -Eo '(all [0-9]+|[0-9]+ of [0-9]+) relative links' "$LAST_LOG" | tail -1), $(grep -Eo 'no import cycle in [0-9]+ files|[0-9]+ import cycle\(s\)' "$LAST_LOG" | tail -1) $(status $LAST_RC) ($(fmt $LAST_SECS))"
 fi
 
 # ---- core: once

@@ -13,11 +13,12 @@
 //!                lease                     (leased worker ids: lease::{shmem, worker, registry};
 //!                                           the caller passes the configured worker id)
 //!   decode ────> layouts ─> catalog        (uid_decode & co; custom layouts)
-//!   segment/ ──> catalog, lock, clock      (table, claim, config, errors, reserve, hot, admin,
-//!                                           status)
-//!   keyed/ ────> segment (backing, reserve), catalog, lock  (table, space, next, admin)
+//!   segment/ ──> catalog, lock, clock, syncrep  (layers, one way down, drawn in segment/mod.rs:
+//!                hot, admin, handover, status > refill > plain | slotted | leased (> owners)
+//!                > chunk, slot_rows, claim, backing, config > durable, table, errors)
+//!   keyed/ ────> segment (backing, durable), catalog, lock  (table, space, next, admin)
 //!   everything > errors, clock, lock, gucs; fmgr (PG_FUNCTION_INFO_V1 of the plain C functions)
-//!   The one cycle: shmem <─> wal.
+//!   The one cycle: shmem <─> wal (scripts/check-imports.py, in `make test-docs`, fails on any other).
 //! ```
 //!
 //! * [`gucs`] — the `pg_idgen.*` settings and their validation;

@@ -33,9 +33,9 @@ extension_sql_file!(
     requires = [
         segment::admin::segment_create_slotted,
         segment::admin::segment_drop,
-        segment::slots::segment_slot_status,
-        segment::slots::segment_slot_release,
-        segment::slots::segment_slot_adopt,
+        segment::status::segment_slot_status,
+        segment::handover::segment_slot_release,
+        segment::handover::segment_slot_adopt,
         segment::admin::segment_set,
         segment::status::segment_status_shmem,
         segment::status::segment_persisted

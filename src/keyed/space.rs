@@ -551,7 +551,7 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, need: i64) {
     if let Some(v) = got {
         // Everything inserted so far: our nextval's record, or the earlier record (possibly
         // another backend's, still unflushed) that covers the value we got.
-        crate::segment::reserve::flush_wal_and_wait_for_sync_standbys_for("a keyed space's new bound");
+        crate::segment::durable::flush_wal_and_wait_for_sync_standbys_for("a keyed space's new bound");
         // Under the spaces lock: the entry may have been released and claimed by another space
         // since, whose bound this value is not (claims write the generation and the bound
         // under that lock).

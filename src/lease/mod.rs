@@ -22,7 +22,7 @@ pub mod slots;
 pub mod tls;
 pub mod worker;
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 
 use pgrx::prelude::*;
 
@@ -30,14 +30,6 @@ use crate::clock::{boottime_ms, ms_to_timestamptz};
 use crate::errors::{raise_full, Code};
 use crate::gucs::{self, LeaseMode};
 use shmem::State;
-
-/// Random per postmaster start (inherited by every child): tells this server's lease from one of
-/// a clone (same system identifier and settings). Kept across a crash restart of the backends.
-static TOKEN: AtomicI64 = AtomicI64::new(0);
-
-pub fn token() -> i64 {
-    TOKEN.load(Ordering::Relaxed)
-}
 
 /// From `_PG_init` while preloading: the token, and the worker when leases are on.
 pub fn init() {
@@ -49,7 +41,7 @@ pub fn init() {
         // Not expected on Linux; the pid and the clock still tell two postmasters apart.
         t = (std::process::id() as i64) << 32 ^ crate::clock::now_unix_ms() ^ boottime_ms() << 20;
     }
-    TOKEN.store(t, Ordering::Relaxed);
+    worker::set_token(t);
     if gucs::lease_mode() != LeaseMode::Off {
         worker::register();
     }

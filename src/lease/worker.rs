@@ -16,7 +16,7 @@
 //! dies (kill -9) the worker exits *without* releasing: orphaned backends may still generate
 //! until they notice, so the lease has to run out.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
@@ -27,6 +27,19 @@ use super::registry::{Claim, Holder, Outcome, Registry};
 use super::shmem::{self, State};
 use crate::clock::boottime_ms;
 use crate::gucs::{self, LeaseMode};
+
+/// Random per postmaster start (inherited by every child): tells this server's lease from one of
+/// a clone (same system identifier and settings). Kept across a crash restart of the backends.
+/// Set by `lease::init` while preloading, sent with every claim.
+static TOKEN: AtomicI64 = AtomicI64::new(0);
+
+pub fn set_token(t: i64) {
+    TOKEN.store(t, Ordering::Relaxed);
+}
+
+fn token() -> i64 {
+    TOKEN.load(Ordering::Relaxed)
+}
 
 /// Registers the worker (from `_PG_init`, while preloading, when `pg_idgen.lease_mode` is not off).
 pub fn register() {
@@ -100,7 +113,7 @@ fn holder() -> Holder {
         host: hostname(),
         // SAFETY: set by the postmaster from `port` before any child starts.
         port: unsafe { pg_sys::PostPortNumber },
-        token: super::token(),
+        token: token(),
     }
 }
 

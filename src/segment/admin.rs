@@ -1,4 +1,7 @@
-//! Administration: `segment_create`, `segment_drop`, `segment_set` (superuser only).
+//! Administration, at the top: `segment_create`, `segment_drop`, `segment_set` (superuser only).
+//! Checks the arguments, writes `pg_idgen_segments` (and a slotted tag's slot rows, `slot_rows`),
+//! creates and moves backing sequences (`durable`) and releases the tag's shared entry
+//! (`claim`). Calls down only.
 
 use pg_idgen_core::segment::chunk_at_or_above;
 use pgrx::pg_sys;
@@ -6,40 +9,18 @@ use pgrx::prelude::*;
 
 use super::claim::release;
 use super::config::{read_config, validate_tag};
-use super::errors::{missing_sequence, unknown_tag};
-use super::reserve::flush_wal_and_wait_for_sync_standbys;
+use super::durable::{create_backing_sequence, flush_wal_and_wait_for_sync_standbys, persisted_hwm};
+use super::errors::{bad, check_writable, require_superuser, unknown_tag};
+use super::owners;
+use super::slot_rows::add_slot;
 use super::table::{my_db, MAX_MULTIPLE, MAX_NODES, MAX_SLOTS, MAX_STEP};
-use crate::catalog::{extension_schema, free_relation_name, qualified_relation_name, spi_failed, RunAs};
+use crate::catalog::{extension_schema, qualified_relation_name, spi_failed, RunAs};
 use crate::errors::{raise, raise_full, required, Code};
 use crate::tables;
 
-pub(super) fn require_superuser(what: &str) {
-    if !unsafe { pg_sys::superuser() } {
-        raise(
-            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!("permission denied to {what}"),
-            Some("Segment tags are configured by superusers (EXECUTE on segment_create, segment_drop and segment_set is revoked from PUBLIC)."),
-        );
-    }
-}
-
-pub(super) fn check_writable(what: &str) {
-    if unsafe { pg_sys::RecoveryInProgress() } {
-        raise(
-            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
-            format!("cannot {what} on a standby server"),
-            Some("Run it on the primary."),
-        );
-    }
-}
-
-pub(super) fn bad(msg: impl Into<String>, hint: Option<&str>) -> ! {
-    raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, hint)
-}
-
 /// Creates a segment tag backed by its own sequence (superuser only); with `slots`, a tag of
 /// `slots` stride slots of which this node owns `owned` (all by default), each slot backed by a
-/// sequence of its own (`slots.rs`).
+/// sequence of its own (`slot_rows.rs`).
 #[pg_extern(name = "segment_create", volatile, parallel_unsafe)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn segment_create_slotted(
@@ -179,7 +160,7 @@ pub(super) fn segment_create_slotted(
     .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not record the segment tag: {e}"), None));
     for slot in owned {
         let origin = start + slot as i64 * unit as i64; // below start + stride: checked above
-        super::slots::add_slot(&schema, tag, slot, stride, origin, origin, true);
+        add_slot(&schema, tag, slot, stride, origin, origin, true);
     }
     if registry {
         // Every slot has its sequence from the start, not owned locally: the registry decides
@@ -187,11 +168,11 @@ pub(super) fn segment_create_slotted(
         // (setval, not transactional), never creates one in the middle of a reservation.
         for slot in 0..nodes {
             let origin = start + slot as i64 * unit as i64;
-            super::slots::add_slot(&schema, tag, slot, stride, origin, origin, false);
+            add_slot(&schema, tag, slot, stride, origin, origin, false);
         }
         // A tag of this name dropped before may have handed out values of the slots this node
         // holds: continue above their ceilings.
-        super::owners::restart_at_ceilings(tag);
+        owners::restart_at_ceilings(tag);
     }
     // A tag of the same name dropped earlier may still sit in shared memory; and if this
     // transaction aborts, an entry claimed for the new tag meanwhile must go too.
@@ -266,25 +247,6 @@ fn slot_arguments(
     owned
 }
 
-/// Creates a backing sequence `pg_idgen_seg_<n>` (the first free `n` from `from` on; the name is
-/// generated, never derived from the tag) going up by `stride` from `start`, at `next`.
-pub(super) fn create_backing_sequence(schema: &str, from: i64, stride: i64, start: i64) -> String {
-    let Some(seqname) = free_relation_name(schema, "pg_idgen_seg_", from, 10_000) else {
-        raise(
-            Code::ERRCODE_DUPLICATE_OBJECT,
-            "no free name for the backing sequence of a segment tag",
-            Some("Relations named pg_idgen_seg_<n> in the extension's schema that are not backing sequences of tags should be renamed."),
-        )
-    };
-    let ddl = format!(
-        "CREATE SEQUENCE {seqname} AS bigint INCREMENT BY {stride} MINVALUE {start} START WITH {start} CACHE 1 NO CYCLE"
-    );
-    Spi::run(&ddl).unwrap_or_else(|e| {
-        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not create the backing sequence: {e}"), None)
-    });
-    seqname
-}
-
 /// Drops a segment tag and its sequence (superuser only).
 #[pg_extern(volatile, parallel_unsafe, strict)]
 pub(super) fn segment_drop(tag: &str) {
@@ -314,21 +276,6 @@ pub(super) fn segment_drop(tag: &str) {
     // A backend may have re-read the row before this transaction commits: release again then.
     let t = tag.to_string();
     pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &t));
-}
-
-/// What a tag's backing sequence has reserved, read under the sequence's own lock as nextval
-/// sees it: the largest value that may have been handed out, or None if nothing ever was.
-/// `last_value` with `is_called` is the whole truth: after `setval(.., false)` (what
-/// segment_set leaves) `pg_sequence_last_value()` is NULL although values below were issued.
-pub(super) fn persisted_hwm(seqoid: pg_sys::Oid, unit: i64, origin: i64) -> Option<i64> {
-    let Some((last, called)) = tables::sequence_state(seqoid) else { missing_sequence(seqoid) };
-    if called {
-        Some(last.saturating_add(unit - 1))
-    } else if last > origin {
-        Some(last - 1) // moved by segment_set: anything below may have been handed out
-    } else {
-        None // never used
-    }
 }
 
 /// Moves a tag forward: values handed out from now on are >= `next` (superuser only). Values

@@ -1,6 +1,7 @@
-//! The errors more than one segment file raises about a tag: an unknown tag, and a tag whose
-//! backing sequence is gone. Kept apart so that `claim`, `reserve` and `admin` share them
-//! without depending on each other.
+//! Errors and checks shared by several segment files, at the bottom so that every file above can
+//! use them without depending on a sibling: an unknown tag, a tag whose backing sequence is gone,
+//! a sequence at the end of bigint; the checks of the superuser-only functions (superuser, a
+//! writable server) and their argument errors.
 
 use pgrx::pg_sys;
 
@@ -23,4 +24,42 @@ pub(super) fn missing_sequence(seqoid: pg_sys::Oid) -> ! {
         format!("the backing sequence (OID {}) of a segment tag does not exist", u32::from(seqoid)),
         Some("It was dropped by hand. Values handed out before are unknown: recreate the tag with segment_create(tag, start => ...) above every value your tables hold."),
     )
+}
+
+/// The chunks a reservation got would go past the largest bigint: 2200H.
+pub(super) fn overflow_oid(seqoid: pg_sys::Oid) -> ! {
+    raise(
+        Code::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+        format!("segment sequence {} has reached the largest bigint value", u32::from(seqoid)),
+        None,
+    )
+}
+
+/// The superuser-only functions (create, drop, set, slot hand-over): 42501 for anyone else.
+pub(super) fn require_superuser(what: &str) {
+    // SAFETY: reads the current user's catalog entry (cached); raises nothing.
+    if !unsafe { pg_sys::superuser() } {
+        raise(
+            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied to {what}"),
+            Some("Segment tags are configured by superusers (EXECUTE on segment_create, segment_drop and segment_set is revoked from PUBLIC)."),
+        );
+    }
+}
+
+/// Configuration changes run on the primary: 25006 on a standby.
+pub(super) fn check_writable(what: &str) {
+    // SAFETY: reads the shared recovery state.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            format!("cannot {what} on a standby server"),
+            Some("Run it on the primary."),
+        );
+    }
+}
+
+/// An invalid argument: 22023.
+pub(super) fn bad(msg: impl Into<String>, hint: Option<&str>) -> ! {
+    raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, hint)
 }

@@ -1,6 +1,7 @@
-//! `segment_next(tag)`: the hot path. A plain V1 function, a per-backend cache of entry indexes,
-//! one entry-lock acquire/release per value; waits for a refill in flight on the entry's
-//! condition variable.
+//! `segment_next(tag)`: the hot path, at the top. A plain V1 function, a per-backend cache of
+//! entry indexes, one entry-lock acquire/release per value; waits for a refill in flight on the
+//! entry's condition variable. Calls down only: `claim` on a backend's first use of a tag,
+//! `refill` when a buffer runs low, `owners`/`leased` for a registry-owned tag's validity.
 
 use pg_idgen_core::segment::Take;
 use pgrx::pg_sys;
@@ -8,7 +9,9 @@ use pgrx::prelude::*;
 
 use super::claim::{find_or_claim, Found};
 use super::config::validate_tag;
-use super::reserve::{private_next, refill};
+use super::leased::not_serving;
+use super::owners;
+use super::refill::{private_next, refill};
 use super::table::{cv_ptr, entry_ptr, Held, HEADER, MAX_TAG_BYTES};
 use crate::clock::monotonic_ms;
 use crate::errors::{raise, Code};
@@ -211,10 +214,10 @@ pub(super) fn next_value(tag: &[u8]) -> i64 {
         match taken {
             None => idx = usize::MAX, // stale cache (dropped, re-created, set): look up again
             Some((Some(value), due)) => {
-                if registry && !super::owners::serving() {
+                if registry && !owners::serving() {
                     // a node that lost its lease stops serving its registry-owned slots, cached
                     // values included (the value taken is a gap)
-                    super::leased::not_serving(tag_str(tag));
+                    not_serving(tag_str(tag));
                 }
                 if due {
                     refill(idx, gen, false);

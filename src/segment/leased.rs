@@ -1,7 +1,9 @@
-//! Reservations of registry-owned slots (tags created with `registry => true`): a backend
+//! The chunks of a tag whose slots the lease registry owns (`registry => true`): a backend
 //! reserves chunks of a slot only while this node holds it through the lease registry
 //! (`owners`), starting at the slot's floor, and hands them out only if they lie below the
 //! ceiling the registry recorded (`pg_idgen_core::slot_registry` has the safety argument).
+//! One of the three kinds of [`super::chunk`]; also owns the error of a node that may not serve
+//! them now ([`not_serving`]), which `hot` and `refill` raise too.
 
 use pg_idgen_core::segment::{chunk_at_or_above, Segment};
 use pg_idgen_core::slot_registry::{admit, all_within, chunk_index, Admit};
@@ -9,9 +11,13 @@ use pg_idgen_core::slots::pick_least_used;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
+use super::chunk::Reserved;
 use super::config::TagConfig;
+use super::durable::{next_chunk, reserve_starts};
+use super::errors::overflow_oid;
 use super::owners::{self, HeldSlot, NotHeld};
-use super::slots::{next_chunk, slot_origin, slot_rows};
+use super::slot_rows::{slot_origin, slot_rows};
+use super::table::MAX_SLOTS;
 use crate::catalog::RunAs;
 use crate::clock::monotonic_ms;
 use crate::errors::{raise, raise_full, Code};
@@ -68,8 +74,8 @@ pub(super) fn reserve_leased(
     tag: &str,
     cfg: &TagConfig,
     mult: i64,
-    slot_high: Option<&[i64; super::table::MAX_SLOTS]>,
-) -> (i64, Option<Segment>, bool) {
+    slot_high: Option<&[i64; MAX_SLOTS]>,
+) -> Reserved {
     if !owners::serving() {
         not_serving(tag);
     }
@@ -95,7 +101,7 @@ pub(super) fn reserve_leased(
     let Some(first) =
         origin.checked_add(h.floor.saturating_mul(stride)).filter(|f| f.checked_add(cfg.unit).is_some())
     else {
-        super::reserve::overflow_oid(seqoid)
+        overflow_oid(seqoid)
     };
     let next = next_chunk(seqoid, stride).unwrap_or(origin);
     if next < first {
@@ -114,14 +120,14 @@ pub(super) fn reserve_leased(
     match admit(idx, end, h.floor, h.ceiling) {
         Admit::Go => {}
         Admit::GoAndAsk => owners::ask(tag, slot, end),
-        Admit::BelowFloor => return (slot, None, true),
+        Admit::BelowFloor => return Reserved { slot: Some(slot), seg: None, gap: true },
         Admit::Wait => {
             if !wait_for_ceiling(tag, slot, h.epoch, end) {
-                return (slot, None, true);
+                return Reserved { slot: Some(slot), seg: None, gap: true };
             }
         }
     }
-    let starts = super::reserve::reserve_starts(seqoid, mult);
+    let starts = reserve_starts(seqoid, mult);
     let chunks: Vec<i64> = starts.iter().map(|&s| chunk_index(origin, stride, s).unwrap_or(-1)).collect();
     // Handed out only if the slot is still ours under the same epoch, and every chunk lies in
     // [floor, ceiling) as the registry recorded it.
@@ -133,7 +139,7 @@ pub(super) fn reserve_leased(
             owners::ask(tag, slot, last + 1);
         }
     }
-    (slot, Segment::from_chunks(&starts, cfg.unit, stride), !ok)
+    Reserved { slot: Some(slot), seg: Segment::from_chunks(&starts, cfg.unit, stride), gap: !ok }
 }
 
 /// Waits until the worker published a ceiling of at least `end` for (tag, slot) under `epoch`:

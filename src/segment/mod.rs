@@ -14,24 +14,46 @@
 //! ([`backing`]); the tag metadata lives in `pg_idgen_segments`, registered with
 //! `pg_extension_config_dump`. A restart only forgets the cached remainder (gaps, never reuse).
 //!
-//! Files: [`backing`] (the sequences' link to the tags table), [`table`] (the shared table, its
-//! locks and the locking protocol), [`claim`] (finding and claiming a tag's entry), [`config`] (a
-//! tag's stored configuration), [`errors`] (unknown tag, missing sequence), [`reserve`] (durable
-//! reservations and refills), [`hot`] (`segment_next`), [`admin`] (create, drop, set),
-//! [`status`] (the `segment_status` view's functions), [`slots`] (stride slots and their explicit
-//! hand-over), [`owners`] (the slots held through the lease registry, in shared memory) and
-//! [`leased`] (reservations of those slots). The DDL is in `sql/segment.sql`.
+//! Layers, one way down: a file uses only files of lower rows (`scripts/check-imports.py`, run by
+//! `make test-docs`, fails on any import cycle of `src/`).
+//!
+//! ```text
+//!  top      hot (segment_next) · admin (create, drop, set) · handover (slot release, adopt) ·
+//!           status (the views)
+//!  refill   refill — the shared double buffer (and the private buffer of a tag created by this
+//!           transaction): asks the tag's kind for chunks, installs them, adapts the step
+//!  kinds    plain · slotted · leased — the three kinds of tag, none calling another
+//!  chunk    chunk — where the next chunk comes from: a tag's Kind, what a reservation returns ·
+//!           owners — the slots this node holds through the lease registry (shared memory)
+//!  rows     slot_rows — pg_idgen_segment_slots, a slot's origin and mark, adding a slot ·
+//!           backing — a backing sequence's link to its table (the row trigger)
+//!  entries  claim — finding, claiming and releasing a tag's shared entry
+//!  config   config — a tag's stored configuration
+//!  durable  durable — one nextval per chunk, the WAL flush, the wait for synchronous standbys;
+//!           a sequence's state; the backing sequences' DDL (no tag, no slot, no entry)
+//!  base     table — the shared table, its locks and protocol · errors — errors and checks
+//!           several files share (unknown tag, missing sequence, bigint end; superuser,
+//!           writable server, arguments)
+//! ```
+//!
+//! Only `refill` chooses a kind; only the kinds reserve chunks (through `durable`); only the top
+//! row is called from SQL. The DDL is in `sql/segment.sql`.
 
 mod admin;
 pub(crate) mod backing;
+mod chunk;
 mod claim;
 mod config;
+pub(crate) mod durable;
 mod errors;
+mod handover;
 mod hot;
 mod leased;
 pub(crate) mod owners;
-pub(crate) mod reserve;
-mod slots;
+mod plain;
+mod refill;
+mod slot_rows;
+mod slotted;
 mod status;
 mod table;
 

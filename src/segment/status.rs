@@ -1,10 +1,14 @@
-//! What `segment_status` shows: the shared entries of this database and each tag's persisted
-//! high-water mark.
+//! A top-layer file: what the `segment_status`, `segment_slot_status` and `segment_slot_leases`
+//! views show — the shared entries of this database, each tag's persisted high-water mark, each
+//! slot's durable mark and what this server reserved from it, and the registry-held slots. Reads
+//! only (shared memory under each entry's lock, tables and sequences by OID without SQL).
 
 use pgrx::prelude::*;
 
-use super::admin::persisted_hwm;
 use super::config::read_all;
+use super::durable::{next_chunk, persisted_hwm};
+use super::owners;
+use super::slot_rows::{slot_mark, slot_origin, slot_rows, SlotRow};
 use super::table::{entry_ptr, my_db, Held, HEADER};
 use crate::clock::ms_to_timestamptz;
 use crate::tables;
@@ -76,10 +80,7 @@ pub(super) fn segment_persisted(
             // A tag whose sequence was dropped by hand shows NULL rather than failing the view.
             let hwm = if cfg.slotted {
                 // the largest mark of the slots this node has
-                super::slots::slot_rows(&tag)
-                    .iter()
-                    .filter_map(|r| super::slots::slot_mark(&cfg, r.slot, r.seqoid))
-                    .max()
+                slot_rows(&tag).iter().filter_map(|r| slot_mark(&cfg, r.slot, r.seqoid)).max()
             } else {
                 tables::sequence_state(cfg.seqoid)
                     .and_then(|_| persisted_hwm(cfg.seqoid, cfg.unit, cfg.origin))
@@ -92,7 +93,7 @@ pub(super) fn segment_persisted(
 
 /// Per (tag, slot) of this database's slotted tags in shared memory: reservations installed
 /// since the entry was claimed and the largest value installed.
-pub(super) fn slot_stats() -> std::collections::HashMap<(String, i64), (i64, Option<i64>)> {
+fn slot_stats() -> std::collections::HashMap<(String, i64), (i64, Option<i64>)> {
     let mut out = std::collections::HashMap::new();
     // SAFETY: HEADER is set once at startup; each entry is copied under its own lock.
     if unsafe { HEADER.is_null() } {
@@ -120,4 +121,96 @@ pub(super) fn slot_stats() -> std::collections::HashMap<(String, i64), (i64, Opt
         }
     }
     out
+}
+
+/// Per slot of this database's slotted and plain tags: the slots this node has (a plain tag's
+/// one slot is `node_index` of `nodes`), whether it serves them, their durable marks, and what
+/// this server reserved from each since it started.
+#[pg_extern(volatile, parallel_restricted)]
+#[allow(clippy::type_complexity)]
+pub(super) fn segment_slot_status() -> TableIterator<
+    'static,
+    (
+        name!(tag, String),
+        name!(slot, i32),
+        name!(slots, i32),
+        name!(owned, bool),
+        name!(persisted_mark, Option<i64>),
+        name!(next_chunk, Option<i64>),
+        name!(chunks_reserved, Option<i64>),
+        name!(refills, i64),
+        name!(last_installed, Option<i64>),
+    ),
+> {
+    let shm = slot_stats();
+    let mut rows = Vec::new();
+    for (tag, cfg) in read_all() {
+        let list: Vec<SlotRow> = if cfg.slotted {
+            slot_rows(&tag)
+        } else {
+            let k = (cfg.origin - cfg.start) / cfg.unit;
+            vec![SlotRow { slot: k, seqoid: cfg.seqoid, owned: true }]
+        };
+        let serving = cfg.registry && owners::serving();
+        for r in list {
+            let owned =
+                if cfg.registry { serving && owners::status(&tag, r.slot).is_some() } else { r.owned };
+            let mark = slot_mark(&cfg, r.slot, r.seqoid);
+            let next = next_chunk(r.seqoid, cfg.stride);
+            let origin = slot_origin(&cfg, r.slot);
+            let chunks = next.map(|n| (n - origin) / cfg.stride);
+            let (refills, last) = if cfg.slotted {
+                shm.get(&(tag.clone(), r.slot)).copied().unwrap_or((0, None))
+            } else {
+                (0, None)
+            };
+            rows.push((
+                tag.clone(),
+                r.slot as i32,
+                cfg.slots as i32,
+                owned,
+                mark,
+                next,
+                chunks,
+                refills,
+                last,
+            ));
+        }
+    }
+    TableIterator::new(rows)
+}
+
+/// Per slot of this database's registry-owned tags that this node holds: the chunks the
+/// registry lets it hand out, as values (the first of chunk `floor`, the last below the
+/// ceiling), and whether it serves them now (its lease is valid).
+#[pg_extern(volatile, parallel_restricted)]
+#[allow(clippy::type_complexity)]
+pub(super) fn segment_slot_leases() -> TableIterator<
+    'static,
+    (
+        name!(tag, String),
+        name!(slot, i32),
+        name!(first_value, i64),
+        name!(last_value, i64),
+        name!(serving, bool),
+    ),
+> {
+    let serving = owners::serving();
+    let mut rows = Vec::new();
+    for (tag, cfg) in read_all() {
+        if !cfg.registry {
+            continue;
+        }
+        for s in 0..cfg.slots {
+            if let Some((floor, ceiling)) = owners::status(&tag, s) {
+                let origin = slot_origin(&cfg, s);
+                let first = origin.saturating_add(floor.saturating_mul(cfg.stride));
+                let last = origin
+                    .saturating_add(ceiling.saturating_sub(1).saturating_mul(cfg.stride))
+                    .saturating_add(cfg.unit - 1);
+                rows.push((tag.clone(), s as i32, first, last, serving));
+            }
+        }
+    }
+    TableIterator::new(rows)
 }

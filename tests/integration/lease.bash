@@ -1,4 +1,4 @@
-# tests/integration/lease.bash — what the worker id lease tests (81-90) share; sourced after
+# tests/integration/lease.bash — what the worker id lease tests (tests/integration/lease/) share; sourced after
 # lib.bash.
 #   lease NAME COLUMNS              snowflake_lease()'s COLUMNS on cluster NAME
 #   state_is NAME STATE             its state is STATE

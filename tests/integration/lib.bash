@@ -1,7 +1,8 @@
-# tests/integration/lib.bash — shared helpers for tests/integration/NN_*.sh.
-# (Named .bash, not .sh: `make test` runs every tests/integration/*.sh.)
+# tests/integration/lib.bash — shared helpers for tests/integration/<feature>/NNN_*.sh.
+# (Named .bash, not .sh, and outside the feature folders: `make test` runs every
+# tests/integration/*/*.sh.)
 #
-# Source it from a test script:  . "$(dirname "$0")/lib.bash"
+# Source it from a test script:  . "$(dirname "$0")/../lib.bash"
 #   cluster_start NAME PORT [postgres opts]   fresh cluster (destroyed first), registered for cleanup
 #   standby_start NAME PRIMARY PORT [opts]    fresh streaming standby of PRIMARY (cluster.sh standby)
 #   q NAME SQL...                             psql -At, one -c per SQL argument; prints the result
@@ -22,8 +23,10 @@ cd "$ROOT"
 CLUSTER=$ROOT/scripts/cluster.sh
 # shellcheck source=../../scripts/pgenv.bash
 . "$ROOT/scripts/pgenv.bash"
-TEST_NAME=$(basename "$0" .sh)
-TMP=$(mktemp -d "/tmp/pg_idgen-${TEST_NAME}.XXXXXX")
+# feature/NNN_name (the script's folder and name); TEST_ID, the same with _ for /, names files
+TEST_NAME=$(basename "$(dirname "$0")")/$(basename "$0" .sh)
+TEST_ID=${TEST_NAME//\//_}
+TMP=$(mktemp -d "/tmp/pg_idgen-${TEST_ID}.XXXXXX")
 chmod 755 "$TMP"
 T_START=$(date +%s.%N)
 PASSED=0
@@ -47,7 +50,7 @@ cleanup() {
         fi
         if [ -n "${IT_KEEP_LOGS:-}" ]; then   # make test-assert scans them for TRAP: lines
             mkdir -p "$IT_KEEP_LOGS"
-            cp "$("$CLUSTER" pgdata "$c")/log/postgresql.log" "$IT_KEEP_LOGS/$TEST_NAME.$c.log" 2>/dev/null
+            cp "$("$CLUSTER" pgdata "$c")/log/postgresql.log" "$IT_KEEP_LOGS/$TEST_ID.$c.log" 2>/dev/null
         fi
         "$CLUSTER" destroy "$c" >/dev/null 2>&1
     done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/monitoring/exporter.sh — pg_idgen's metrics through a real postgres_exporter (Debian's
 # prometheus-postgres-exporter 0.11) with prometheus/queries.yaml, on loopback (make
-# test-monitoring; not one of tests/integration/*.sh: it runs on one major). Two clusters on
+# test-monitoring; not one of tests/integration/*/*.sh: it runs on one major). Two clusters on
 # ports 29035-29036 (+ IT_PORT_OFFSET); the exporter listens on 127.0.0.1:$MON_EXPORTER_PORT
 # (default 29037 + IT_PORT_OFFSET).
 #  1. R, the lease registry (leases off), where two worker ids (1 and 2) generate: a member of

@@ -1,0 +1,136 @@
+//! The bottom layer: a backing sequence and durability, nothing else of a tag. One `nextval` per
+//! chunk on a backing sequence, then the WAL flush and the wait for synchronous standbys, before
+//! any value of the chunks is handed out ([`reserve_starts`]); what a sequence has reserved, read
+//! by OID without SQL ([`next_chunk`], [`persisted_hwm`]); and the backing sequences' DDL
+//! ([`create_backing_sequence`]). Knows no tag kind, no slot, no shared entry: every file above
+//! that makes values durable comes here (and `keyed` too, for its spaces' bounds).
+
+use pg_idgen_core::segment::Segment;
+use pgrx::prelude::*;
+
+use super::errors::missing_sequence;
+use crate::catalog::{free_relation_name, RunAs};
+use crate::errors::{raise, Code};
+use crate::tables;
+
+unsafe extern "C-unwind" {
+    /// The C function itself, only ever called by `DirectFunctionCall1Coll` (which pgrx guards).
+    #[link_name = "nextval_oid"]
+    fn raw_nextval_oid(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum;
+}
+
+/// The current WAL insert position as a flush target. When nothing has been inserted on the
+/// current page yet, `GetXLogInsertRecPtr` points just past the page header, a position no
+/// record ends at, and `XLogFlush` to it would fail ("xlog flush request … is not satisfied"):
+/// use the page boundary instead, which is where the last record ended.
+pub(super) fn flushable(ptr: pg_sys::XLogRecPtr) -> pg_sys::XLogRecPtr {
+    let maxalign = |n: usize| n.next_multiple_of(pg_sys::MAXIMUM_ALIGNOF as usize) as u64;
+    let short_phd = maxalign(std::mem::size_of::<pg_sys::XLogPageHeaderData>()); // SizeOfXLogShortPHD
+    let long_phd = maxalign(std::mem::size_of::<pg_sys::XLogLongPageHeaderData>()); // SizeOfXLogLongPHD
+    let page_off = ptr % pg_sys::XLOG_BLCKSZ as u64;
+    // SAFETY: wal_segment_size is set at startup and never changes afterwards.
+    let seg_off = ptr % unsafe { pg_sys::wal_segment_size } as u64;
+    if page_off == short_phd && seg_off != short_phd || seg_off == long_phd {
+        ptr - page_off
+    } else {
+        ptr
+    }
+}
+
+/// Makes everything inserted into WAL so far durable, and waits for synchronous standbys if any
+/// are configured, as a commit does (`syncrep::wait`).
+pub(crate) fn flush_wal_and_wait_for_sync_standbys() {
+    flush_wal_and_wait_for_sync_standbys_for("a segment reservation")
+}
+
+/// As [`flush_wal_and_wait_for_sync_standbys`]; `what` names what is being confirmed in the
+/// message of a cancelled wait.
+pub(crate) fn flush_wal_and_wait_for_sync_standbys_for(what: &str) {
+    let upto;
+    // SAFETY: XLogFlush raises an ERROR on failure.
+    unsafe {
+        upto = flushable(pg_sys::GetXLogInsertRecPtr());
+        pg_sys::XLogFlush(upto);
+    }
+    crate::syncrep::wait(upto, what, "The values reserved are skipped (a gap); they were not handed out.");
+}
+
+/// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with
+/// no LWLock held. Returns the segment, or None if the chunks would overflow bigint.
+pub(super) fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Segment> {
+    let starts = reserve_starts(seqoid, mult);
+    Segment::from_chunks(&starts, unit, stride)
+}
+
+/// Reserves `mult` chunks from the sequence and makes the reservation durable: the chunks'
+/// first values, in the order `nextval` returned them.
+pub(super) fn reserve_starts(seqoid: pg_sys::Oid, mult: i64) -> Vec<i64> {
+    // SAFETY: a flag of the current transaction.
+    if unsafe { pg_sys::XactReadOnly } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot reserve a new segment in a read-only transaction",
+            Some("segment_next() reserves values durably when its segment runs out, like nextval(); call it in a read-write transaction."),
+        );
+    }
+    let mut starts = Vec::with_capacity(mult as usize);
+    {
+        let _su = RunAs::superuser();
+        for _ in 0..mult {
+            // SAFETY: nextval_oid is a V1 function taking a regclass; DirectFunctionCall1Coll
+            // builds its call frame and is itself guarded by pgrx.
+            let d = unsafe {
+                pg_sys::DirectFunctionCall1Coll(
+                    Some(raw_nextval_oid),
+                    pg_sys::Oid::INVALID,
+                    pg_sys::Datum::from(seqoid),
+                )
+            };
+            starts.push(d.value() as i64);
+        }
+    }
+    // Everything inserted so far: our nextval's record, or the earlier record (possibly another
+    // backend's, still unflushed) that covers the values we got.
+    flush_wal_and_wait_for_sync_standbys();
+    starts
+}
+
+/// The chunk start the next `nextval` of a slot's sequence returns, or None if it is gone.
+pub(super) fn next_chunk(seqoid: pg_sys::Oid, stride: i64) -> Option<i64> {
+    let (last, called) = tables::sequence_state(seqoid)?;
+    Some(if called { last.saturating_add(stride) } else { last })
+}
+
+/// What a tag's backing sequence has reserved, read under the sequence's own lock as nextval
+/// sees it: the largest value that may have been handed out, or None if nothing ever was.
+/// `last_value` with `is_called` is the whole truth: after `setval(.., false)` (what
+/// segment_set leaves) `pg_sequence_last_value()` is NULL although values below were issued.
+pub(super) fn persisted_hwm(seqoid: pg_sys::Oid, unit: i64, origin: i64) -> Option<i64> {
+    let Some((last, called)) = tables::sequence_state(seqoid) else { missing_sequence(seqoid) };
+    if called {
+        Some(last.saturating_add(unit - 1))
+    } else if last > origin {
+        Some(last - 1) // moved by segment_set: anything below may have been handed out
+    } else {
+        None // never used
+    }
+}
+
+/// Creates a backing sequence `pg_idgen_seg_<n>` (the first free `n` from `from` on; the name is
+/// generated, never derived from the tag) going up by `stride` from `start`, at `next`.
+pub(super) fn create_backing_sequence(schema: &str, from: i64, stride: i64, start: i64) -> String {
+    let Some(seqname) = free_relation_name(schema, "pg_idgen_seg_", from, 10_000) else {
+        raise(
+            Code::ERRCODE_DUPLICATE_OBJECT,
+            "no free name for the backing sequence of a segment tag",
+            Some("Relations named pg_idgen_seg_<n> in the extension's schema that are not backing sequences of tags should be renamed."),
+        )
+    };
+    let ddl = format!(
+        "CREATE SEQUENCE {seqname} AS bigint INCREMENT BY {stride} MINVALUE {start} START WITH {start} CACHE 1 NO CYCLE"
+    );
+    Spi::run(&ddl).unwrap_or_else(|e| {
+        raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not create the backing sequence: {e}"), None)
+    });
+    seqname
+}

@@ -1,0 +1,244 @@
+//! Refill: the layer between `segment_next` and the kinds of tag. It installs what the tag's kind
+//! reserved ([`reserve_chunks`] asks it: `plain`, `slotted` or `leased`) in the entry's shared
+//! double buffer — one refill in flight per entry, in a subtransaction, waking the backends that
+//! wait for it, adapting the step — or, for a tag created by the current transaction, in this
+//! backend's private buffer ([`private_next`]).
+
+use pg_idgen_core::segment::{next_multiple, Buffers, Take};
+use pgrx::pg_sys;
+
+use super::chunk::{Kind, Reserved};
+use super::claim::release_claim;
+use super::config::{read_config, TagConfig};
+use super::errors::{missing_sequence, overflow_oid, unknown_tag};
+use super::leased::{not_serving, reserve_leased};
+use super::owners;
+use super::plain::reserve_plain;
+use super::slotted::reserve_slotted;
+use super::table::{cv_ptr, entry_ptr, Entry, Held, MAX_SLOTS};
+use crate::clock::now_unix_ms;
+use crate::errors::Code;
+use crate::tables;
+
+/// Asks the tag's kind for `mult` chunks. `seqoid`, `unit` and `stride` are a plain tag's (the
+/// shared entry's, or the configuration's for a private buffer); `slot_high` is the shared
+/// entry's per-slot high-water mark (None: the kind reads each slot's sequence instead).
+fn reserve_chunks(
+    tag: &str,
+    cfg: &TagConfig,
+    (seqoid, unit, stride): (pg_sys::Oid, i64, i64),
+    mult: i64,
+    slot_high: Option<&[i64; MAX_SLOTS]>,
+) -> Reserved {
+    match Kind::of(cfg) {
+        Kind::Plain => reserve_plain(seqoid, unit, stride, mult),
+        Kind::Slotted => reserve_slotted(tag, cfg, mult, slot_high),
+        Kind::Registry => reserve_leased(tag, cfg, mult, slot_high),
+    }
+}
+
+/// Runs `f` in an internal subtransaction, as a PL/pgSQL exception block does: an ERROR in `f`
+/// rolls the subtransaction back (releasing the sequence's buffer lock, its relation and
+/// whatever else it held) and is returned, so the caller decides whether to rethrow it.
+fn in_subtransaction<T>(
+    f: impl FnOnce() -> T + std::panic::UnwindSafe,
+) -> Result<T, Box<pgrx::pg_sys::panic::CaughtError>> {
+    // SAFETY: the standard internal-subtransaction protocol (see plpgsql's exec_stmt_block): save
+    // the memory context and resource owner, begin, run, then release or roll back and restore.
+    unsafe {
+        let cxt = pg_sys::CurrentMemoryContext;
+        let owner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(cxt);
+        let result = pgrx::PgTryBuilder::new(move || Ok(f())).catch_others(|e| Err(Box::new(e))).execute();
+        match result {
+            Ok(_) => pg_sys::ReleaseCurrentSubTransaction(),
+            Err(_) => {
+                pg_sys::MemoryContextSwitchTo(cxt);
+                pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            }
+        }
+        pg_sys::MemoryContextSwitchTo(cxt);
+        pg_sys::CurrentResourceOwner = owner;
+        result
+    }
+}
+
+/// Refills entry `idx` (generation `gen`). `sync`: both buffers were empty and the caller has no
+/// value; otherwise the caller already holds a value and a failed reservation must not cost it
+/// that value (it is returned; the entry stops refilling ahead until a synchronous refill).
+pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
+    let (seqoid, unit, stride, mult, tag, slotted, slot_high) = {
+        let _g = Held::entry(idx);
+        let e = entry_ptr(idx);
+        // SAFETY: mutable entry fields are read under the entry lock.
+        unsafe {
+            if !(*e).in_use || (*e).generation != gen {
+                return;
+            }
+            let tag = String::from_utf8_lossy(&(&(*e).tag)[..(*e).tag_len]).into_owned();
+            let slot_high = if (*e).slotted { Some((*e).slot_high) } else { None };
+            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult, tag, (*e).slotted, slot_high)
+        }
+    };
+    // SAFETY: a flag of the current transaction.
+    if !sync && unsafe { pg_sys::XactReadOnly } {
+        finish_refill(idx, gen, |e| e.refilling = false);
+        return; // in a read-only transaction only a caller left with no value reserves (and fails)
+    }
+    let reserved = in_subtransaction(move || {
+        // Every reservation checks the entry against the catalog first: a tag dropped with the
+        // extension, or whose sequence was dropped by hand, is not served any further.
+        let cfg = read_config(&tag).filter(|cfg| cfg.seqoid == seqoid && cfg.slotted == slotted);
+        let Some(cfg) = cfg else {
+            release_claim(idx, gen);
+            unknown_tag(&tag);
+        };
+        if tables::sequence_state(seqoid).is_none() {
+            missing_sequence(seqoid);
+        }
+        let r = reserve_chunks(&tag, &cfg, (seqoid, unit, stride), mult, slot_high.as_ref());
+        (r.slot, r.seg, r.gap)
+    });
+    let (slot, seg) = match reserved {
+        Ok((_, _, true)) => {
+            // the slot was released while this reserved: a gap; the caller tries again
+            finish_refill(idx, gen, |e| e.refilling = false);
+            return;
+        }
+        Ok((slot, seg, false)) => (slot, seg),
+        Err(error) => {
+            finish_refill(idx, gen, |e| {
+                e.refilling = false;
+                if !sync {
+                    e.ahead_failed = true;
+                }
+            });
+            // a cancel from PostgreSQL (CHECK_FOR_INTERRUPTS) or from us (a cancelled wait for
+            // synchronous standbys, flush_wal_and_wait_for_sync_standbys) ends the statement
+            use pgrx::pg_sys::panic::CaughtError;
+            let cancelled = matches!(&*error, CaughtError::PostgresError(r) | CaughtError::ErrorReport(r)
+                if matches!(r.sql_error_code(), Code::ERRCODE_QUERY_CANCELED | Code::ERRCODE_ADMIN_SHUTDOWN));
+            if sync || cancelled {
+                error.rethrow();
+            }
+            return; // the caller's value stands; the next synchronous refill retries and reports
+        }
+    };
+    let now = now_unix_ms();
+    let mut overflow = false;
+    finish_refill(idx, gen, |e| {
+        e.refilling = false;
+        let Some(seg) = seg else {
+            overflow = true;
+            e.ahead_failed = true;
+            return;
+        };
+        let installed = match slot {
+            Some(s) if (0..e.slot_high.len() as i64).contains(&s) => {
+                let how = e.bufs.install_in_slot(seg, &mut e.slot_high[s as usize]);
+                if how != pg_idgen_core::segment::Installed::Discarded {
+                    e.slot_refills[s as usize] += 1;
+                }
+                how
+            }
+            Some(_) => pg_idgen_core::segment::Installed::Discarded,
+            None => e.bufs.install(seg),
+        };
+        match installed {
+            pg_idgen_core::segment::Installed::Discarded => e.discarded += 1,
+            _ => {
+                e.ahead_failed = false;
+                e.refills += 1;
+                if sync {
+                    e.sync_refills += 1;
+                }
+                if e.last_refill_ms > 0 {
+                    let lasted = now - e.last_refill_ms;
+                    e.mult = next_multiple(e.mult, lasted, e.target_ms, e.min_m, e.max_m);
+                }
+                e.last_refill_ms = now;
+            }
+        }
+    });
+    if overflow && sync {
+        overflow_oid(seqoid);
+    }
+}
+
+/// Applies `f` to entry `idx` under its lock if it still has generation `gen` (a drop or set
+/// meanwhile makes the reservation a gap), then wakes the backends waiting for this refill.
+fn finish_refill(idx: usize, gen: u64, f: impl FnOnce(&mut Entry)) {
+    {
+        let _g = Held::entry(idx);
+        let e = entry_ptr(idx);
+        // SAFETY: the entry lock is held; `f` does arithmetic only (see the protocol).
+        unsafe {
+            if (*e).generation == gen {
+                f(&mut *e);
+            }
+        }
+    }
+    // SAFETY: the condition variable of entry `idx` lives in shared memory for the server's life.
+    unsafe { pg_sys::ConditionVariableBroadcast(cv_ptr(idx)) };
+}
+
+thread_local! {
+    /// Values of tags created by the current transaction, reserved by this backend alone (no
+    /// other backend can see the tag before commit), by tag and backing sequence (a tag dropped
+    /// and created again in the same transaction has a new sequence, and must not be served what
+    /// the first one reserved). Emptied at the end of the transaction: what is left becomes a
+    /// gap, as a restart's cached remainder does.
+    static PRIVATE: std::cell::RefCell<std::collections::HashMap<(String, u32), Buffers>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The next value of a tag created by this transaction (see `claim::Found::Uncommitted`):
+/// reserved durably from its sequence like any segment, held in this backend's memory.
+pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
+    loop {
+        let key = (tag.to_string(), u32::from(cfg.seqoid));
+        let taken = PRIVATE.with(|p| p.borrow_mut().get_mut(&key).map(Buffers::take));
+        match taken {
+            Some(Take::Value { value, .. }) if !cfg.registry => return value,
+            Some(Take::Value { value, .. }) => {
+                // A registry-owned slot: only while this node serves it and the value lies within
+                // its chunks now (a move meanwhile: what is left here is a gap).
+                if !owners::serving() {
+                    not_serving(tag);
+                }
+                let within = pg_idgen_core::slots::locate(cfg.start, cfg.unit, cfg.slots, value).is_some_and(
+                    |(slot, chunk)| {
+                        owners::get(tag, slot).is_some_and(|h| h.floor <= chunk && chunk < h.ceiling)
+                    },
+                );
+                if within {
+                    return value;
+                }
+                PRIVATE.with(|p| p.borrow_mut().insert(key.clone(), Buffers::default()));
+            }
+            Some(Take::Empty) => {}
+            None => {
+                let first = PRIVATE.with(|p| {
+                    let mut p = p.borrow_mut();
+                    let first = p.is_empty();
+                    p.insert(key.clone(), Buffers::default());
+                    first
+                });
+                if first {
+                    for event in [pgrx::PgXactCallbackEvent::Commit, pgrx::PgXactCallbackEvent::Abort] {
+                        pgrx::register_xact_callback(event, || {
+                            let _ = PRIVATE.try_with(|p| p.borrow_mut().clear());
+                        });
+                    }
+                }
+            }
+        }
+        let r = reserve_chunks(tag, cfg, (cfg.seqoid, cfg.unit, cfg.stride), cfg.mult, None);
+        if r.gap {
+            continue;
+        }
+        let seg = r.seg.unwrap_or_else(|| overflow_oid(cfg.seqoid));
+        PRIVATE.with(|p| p.borrow_mut().get_mut(&key).map(|b| b.install(seg)));
+    }
+}
