@@ -72,7 +72,7 @@ log "registry: PostgreSQL $("$RCFG" --version | awk '{ print $2 }'), node: Postg
 q "$R" "SET client_min_messages = warning" "CREATE DATABASE reg" "CREATE ROLE leaser LOGIN PASSWORD '$PW'" \
     "CREATE ROLE certuser LOGIN" >/dev/null
 qdb "$R" reg "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
-    "GRANT SELECT, INSERT, UPDATE ON pg_idgen_leases TO leaser, certuser" >/dev/null
+    "$(registry_node_sql leaser 0 3)" "$(registry_node_sql certuser 0 3)" >/dev/null
 HBA=$("$CLUSTER" pgdata "$R")/pg_hba.conf
 cat >"$HBA" <<EOF
 local   all  all                     trust
