@@ -86,6 +86,9 @@ pub struct Registry {
     identity: (u64, u64),
     conninfo: String,
     timeout: Duration,
+    /// Whether an operation stops waiting when SIGTERM arrives (all but the release at
+    /// shutdown): a server stop never waits for a registry that does not answer.
+    pub(super) abort_on_term: bool,
 }
 
 /// An error of the registry, as text for the log and `snowflake_lease()`.
@@ -147,6 +150,7 @@ impl Registry {
             identity: (0, 0),
             conninfo: String::new(),
             timeout: Duration::from_secs(5),
+            abort_on_term: true,
         })
     }
 
@@ -164,17 +168,40 @@ impl Registry {
         self.client = None;
     }
 
-    /// Runs `fut` on the worker's thread, at most `self.timeout`.
+    /// Runs `fut` on the worker's thread, at most `self.timeout`, and (with `abort_on_term`) no
+    /// longer than until SIGTERM arrives: checked every 50 ms, so that a fast shutdown never
+    /// waits for a registry that does not answer.
     pub(super) fn run<T>(
         &self,
         what: &str,
         fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, RegError> {
+        use std::future::Future;
+        use std::task::Poll;
         let t = self.timeout;
-        match self.rt.block_on(async { tokio::time::timeout(t, fut).await }) {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(format!("{what}: {}", db_err(e))),
-            Err(_) => Err(format!("{what}: no answer within {} ms", t.as_millis())),
+        let abort = self.abort_on_term;
+        let out = self.rt.block_on(async {
+            let mut op = std::pin::pin!(tokio::time::timeout(t, fut));
+            let mut tick = tokio::time::interval(Duration::from_millis(50));
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(r) = op.as_mut().poll(cx) {
+                    return Poll::Ready(Some(r));
+                }
+                // Each tick is a wake-up; the check runs on this (the worker's main) thread.
+                while tick.poll_tick(cx).is_ready() {
+                    if abort && super::worker::term_requested() {
+                        return Poll::Ready(None);
+                    }
+                }
+                Poll::Pending
+            })
+            .await
+        });
+        match out {
+            Some(Ok(Ok(v))) => Ok(v),
+            Some(Ok(Err(e))) => Err(format!("{what}: {}", db_err(e))),
+            Some(Err(_)) => Err(format!("{what}: no answer within {} ms", t.as_millis())),
+            None => Err(format!("{what}: interrupted by the server's shutdown")),
         }
     }
 

@@ -410,6 +410,18 @@ fn release_bound(sh: &shmem::LeaseShared, id: i64) -> i64 {
     issued.max(sh.inherited_ms.load(Ordering::Acquire))
 }
 
+/// SIGTERM seen (pgrx's flag is cleared by each read: it is latched here, so that both the
+/// registry client, which checks it while it waits for the registry, and the main loop see it).
+static TERM: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether SIGTERM arrived; on the worker's main thread only.
+pub(super) fn term_requested() -> bool {
+    if BackgroundWorker::sigterm_received() {
+        TERM.store(true, Ordering::Relaxed);
+    }
+    TERM.load(Ordering::Relaxed)
+}
+
 enum Wake {
     Go,
     Term,
@@ -433,7 +445,7 @@ fn wait(ms: i64) -> Wake {
     pgrx::check_for_interrupts!();
     if rc & pg_sys::WL_POSTMASTER_DEATH as i32 != 0 {
         Wake::PostmasterDied
-    } else if BackgroundWorker::sigterm_received() {
+    } else if term_requested() {
         Wake::Term
     } else {
         Wake::Go
@@ -534,6 +546,9 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
     crate::segment::owners::invalidate();
     crate::segment::owners::set_worker_latch(std::ptr::null_mut());
     sh.invalidate();
+    // The release is the one registry operation after SIGTERM: bounded by the timeout, not cut
+    // short by the signal.
+    w.reg.abort_on_term = false;
     if let (Some(id), true) = (w.id, w.held) {
         match w.reg.release(&w.me, id, release_bound(sh, id)) {
             Ok(_) => w.set(State::Released, format!("worker id {id} released")),
