@@ -6,7 +6,8 @@
 //! exists that could touch a PostgreSQL API (the only thread tokio may start is its blocking pool,
 //! to resolve a host *name* with getaddrinfo; it runs no PostgreSQL code). Every operation is
 //! wrapped in `tokio::time::timeout`, so a registry that stops answering (even one whose TCP
-//! peer still acknowledges) costs the worker at most that long; it then reconnects.
+//! peer still acknowledges) costs the worker at most that long; it then reconnects. It also
+//! ends when SIGTERM arrives (but for the release at shutdown): a fast stop never waits for it.
 //!
 //! The registry is a database where `CREATE EXTENSION pg_idgen` (0.5.0 or later) ran: the lease
 //! table is the extension's `pg_idgen_leases` (sql/lease.sql), found by the extension's schema
@@ -313,7 +314,8 @@ impl Registry {
 
     fn claim_connected(&self, me: &Holder, claim: &Claim) -> Result<Outcome, RegError> {
         let take = claim.take.map(|t| (claim.worker_id, t));
-        let (_, outcome) = self.call_claim(me, Some(claim.worker_id), (0, 0), claim, take)?
+        let (_, outcome) = self
+            .call_claim(me, Some(claim.worker_id), (0, 0), claim, take)?
             .ok_or_else(|| "lease claim: the registry returned no row".to_string())?;
         Ok(outcome)
     }

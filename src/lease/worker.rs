@@ -190,7 +190,11 @@ impl Worker {
     fn slot_round(&mut self, demand: bool) {
         let (id, until) = shmem::unpack(self.sh.word.load(Ordering::Acquire));
         match id {
-            Some(_) if self.held && until > boottime_ms() as u64 && !(demand || self.has_slots || self.slots_published) => {
+            Some(_)
+                if self.held
+                    && until > boottime_ms() as u64
+                    && !(demand || self.has_slots || self.slots_published) =>
+            {
                 // Nothing to serve, nothing to withdraw: backends of a registry tag see a valid
                 // lease and no slot ("holds no slot"), not an invalid lease.
                 crate::segment::owners::set_valid_until(until);
