@@ -5,9 +5,10 @@
 -- it holds it, until when (by this server's clock), when it was released, and the high-water mark
 -- of the ids issued with it (hwm_ms: the holders' bound, raised at each claim and renewal, set to
 -- the exact bound at a release; a new holder raises its generator to it). Not dumped: leases
--- belong to the running fleet, not to the data. The lease workers of the nodes write it with
--- INSERT ... ON CONFLICT DO UPDATE (src/lease/registry.rs); their role needs SELECT, INSERT and
--- UPDATE on it (GRANT them; PUBLIC has nothing).
+-- belong to the running fleet, not to the data. The lease workers of the nodes write it only
+-- through the SECURITY DEFINER functions of sql/registry_nodes.sql (pg_idgen_lease_claim,
+-- pg_idgen_lease_release); their role needs EXECUTE on those, no right on the table (PUBLIC has
+-- nothing).
 CREATE TABLE pg_idgen_leases (
     worker_id         integer PRIMARY KEY CHECK (worker_id >= 0),
     system_identifier numeric(20, 0) NOT NULL,

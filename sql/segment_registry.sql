@@ -5,8 +5,9 @@
 -- state (held; moving to worker id move_to; released by the owner, for move_to to take), and,
 -- counted in chunks of the slot, ceiling (no owner ever handed out a chunk at or above it) and
 -- floor (the ceiling when the current owner took it: it serves chunks floor .. ceiling - 1).
--- The lease workers of the nodes read and update it (src/lease/slots.rs): their role needs
--- SELECT and UPDATE on it. Not dumped: ownership belongs to the running fleet.
+-- The lease workers of the nodes read and update it (src/lease/slots.rs) only through the
+-- SECURITY DEFINER functions of sql/registry_nodes.sql: their role needs EXECUTE on those, no
+-- right on the table. Not dumped: ownership belongs to the running fleet.
 CREATE TABLE pg_idgen_segment_owners (
     tag         text NOT NULL CHECK (octet_length(tag) BETWEEN 1 AND 63),
     slot        int NOT NULL,

@@ -55,7 +55,8 @@ pub static LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(30);
 pub static LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(5);
 pub static LEASE_RETIRE: GucSetting<i32> = GucSetting::<i32>::new(604_800);
 pub static WARN_HORIZON: GucSetting<i32> = GucSetting::<i32>::new(31_536_000);
-pub static MONITOR_DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
+pub static MONITOR_DATABASE: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(c"postgres"));
 pub static MONITOR_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(86_400);
 /// Highest worker id a lease can hold: the id shares one 64-bit shared word with the lease's
 /// end (`lease::shmem`), in 24 bits.

@@ -55,7 +55,11 @@ fn pg_idgen_migrate_as_owner(tbl: Option<pg_sys::Oid>, stmt: Option<&str>) -> Op
         .unwrap_or(None)
     }
     .unwrap_or_else(|| {
-        raise(Code::ERRCODE_UNDEFINED_TABLE, format!("relation with OID {} does not exist", u32::from(tbl)), None)
+        raise(
+            Code::ERRCODE_UNDEFINED_TABLE,
+            format!("relation with OID {} does not exist", u32::from(tbl)),
+            None,
+        )
     });
     if !can_act_as(owner) {
         raise(

@@ -72,11 +72,18 @@ fn check_instance() -> bool {
     match level {
         Urgency::None => {}
         Urgency::Warn => crate::errors::warn(
-            format!("pg_idgen: {what} ends in {} (at {})", describe_ms(end - now), format_unix_ms(end as i128)),
+            format!(
+                "pg_idgen: {what} ends in {} (at {})",
+                describe_ms(end - now),
+                format_unix_ms(end as i128)
+            ),
             Some(hint),
         ),
         Urgency::Urgent if end <= now => crate::errors::warn(
-            format!("pg_idgen: URGENT: {what} ended at {}: no id can be generated", format_unix_ms(end as i128)),
+            format!(
+                "pg_idgen: URGENT: {what} ended at {}: no id can be generated",
+                format_unix_ms(end as i128)
+            ),
             Some(hint),
         ),
         Urgency::Urgent => crate::errors::warn(

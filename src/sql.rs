@@ -47,6 +47,11 @@ extension_sql_file!(
     requires = ["segment", "lease"]
 );
 extension_sql_file!(
+    "../sql/registry_nodes.sql",
+    name = "registry_nodes",
+    requires = ["segment_registry", "lease"]
+);
+extension_sql_file!(
     "../sql/mask.sql",
     name = "mask",
     requires = [

@@ -155,7 +155,8 @@ mod tests {
     fn least_used_first_keeps_a_node_increasing_and_each_slot_increasing() {
         // node owns slots 2, 5, 9 of 12 (unit 10): reserve one chunk at a time
         let (start, unit, slots) = (1i64, 10i64, 12i64);
-        let mut next: Vec<(i64, i64)> = [2, 5, 9].iter().map(|&s| (s, chunk_start(start, unit, slots, s, 0).unwrap())).collect();
+        let mut next: Vec<(i64, i64)> =
+            [2, 5, 9].iter().map(|&s| (s, chunk_start(start, unit, slots, s, 0).unwrap())).collect();
         let mut high = None;
         let mut last_of_slot = std::collections::HashMap::new();
         for _ in 0..3000 {

@@ -289,14 +289,7 @@ impl Settings {
         let Some(path) = self.passfile.as_ref().filter(|_| self.password.is_none()) else {
             return Ok(None);
         };
-        super::tls::check_passfile(path)?;
-        let bytes = std::fs::read(path).map_err(|e| {
-            let t = e.to_string();
-            format!(
-                "cannot read the password file (passfile): {}",
-                t.split(" (os error").next().unwrap_or("")
-            )
-        })?;
+        let bytes = super::tls::read_passfile(path)?;
         Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
     }
 

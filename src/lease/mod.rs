@@ -19,6 +19,7 @@ pub mod conninfo;
 pub mod registry;
 pub mod shmem;
 pub mod slots;
+mod term;
 pub mod tls;
 pub mod worker;
 

@@ -6,11 +6,15 @@
 //! exists that could touch a PostgreSQL API (the only thread tokio may start is its blocking pool,
 //! to resolve a host *name* with getaddrinfo; it runs no PostgreSQL code). Every operation is
 //! wrapped in `tokio::time::timeout`, so a registry that stops answering (even one whose TCP
-//! peer still acknowledges) costs the worker at most that long; it then reconnects.
+//! peer still acknowledges) costs the worker at most that long; it then reconnects. It also
+//! ends when SIGTERM arrives (but for the release at shutdown): a fast stop never waits for it.
 //!
-//! The registry is a database where `CREATE EXTENSION pg_idgen` ran: the lease table is the
-//! extension's `pg_idgen_leases` (sql/lease.sql), found by the extension's schema (quoted with
-//! `quote_ident`). The session pins `search_path = pg_catalog, pg_temp` and `TimeZone = UTC`;
+//! The registry is a database where `CREATE EXTENSION pg_idgen` (0.5.0 or later) ran: the lease
+//! table is the extension's `pg_idgen_leases` (sql/lease.sql), found by the extension's schema
+//! (quoted with `quote_ident`). This node writes it (and `pg_idgen_segment_owners`) only
+//! through the registry's SECURITY DEFINER functions (sql/registry_nodes.sql), which hold the
+//! protocol's rules and check that this node's role may act for the worker id and holds its
+//! lease under this server's token: its role needs EXECUTE on them, no table rights. The session pins `search_path = pg_catalog, pg_temp` and `TimeZone = UTC`;
 //! every function is named with its schema. Expiry is decided by the registry's clock only
 //! (`now()` in the statements); this node never sends a time, only durations.
 
@@ -44,7 +48,8 @@ pub struct Claim {
     /// This node's bound (Unix ms by its clock) on the time of every id it may issue under the
     /// lease this claim grants; raises the row's `hwm_ms`.
     pub limit_ms: i64,
-    /// The holder's lease (token, `renewed_at` in µs) this node has seen unchanged for at least
+    /// The holder's lease (its token's fingerprint, `renewed_at` in µs: nodes never see another
+    /// holder's token) this node has seen unchanged for at least
     /// a full ttl on its own `CLOCK_MONOTONIC`: only such an expired lease may be taken over
     /// (a released one may be at once). None: no expired lease may be taken.
     pub take: Option<(i64, i64)>,
@@ -53,7 +58,8 @@ pub struct Claim {
 /// Another node's lease of an id: for messages, and what a taker must see unchanged.
 pub struct OtherHolder {
     pub text: String,
-    /// The holder's token and `renewed_at` (µs), None when the row was released or is gone.
+    /// The fingerprint of the holder's token and `renewed_at` (µs), None when the row was
+    /// released or is gone.
     pub lease: Option<(i64, i64)>,
     /// The holder's lease_ttl (ms): `lease_until - renewed_at` of its row, both by the
     /// registry's clock at one instant. A taker waits at least this long, not only its own ttl.
@@ -64,7 +70,9 @@ pub enum Outcome {
     /// The lease is ours; the registry's `since` (Unix ms), and `floor_ms`: the row's `hwm_ms`
     /// when this server (its token) took the id over from another holder (0 if none): no id of
     /// theirs is at or after it, and this node must continue above it.
-    Granted { since_ms: i64, floor_ms: i64 },
+    /// `has_slots`: a registry slot (`pg_idgen_segment_owners`) names the id, as owner or as
+    /// the target of a move.
+    Granted { since_ms: i64, floor_ms: i64, has_slots: bool },
     /// Another node holds it.
     Taken(OtherHolder),
 }
@@ -79,6 +87,9 @@ pub struct Registry {
     identity: (u64, u64),
     conninfo: String,
     timeout: Duration,
+    /// Whether an operation stops waiting when SIGTERM arrives (all but the release at
+    /// shutdown): a server stop never waits for a registry that does not answer.
+    pub(super) abort_on_term: bool,
 }
 
 /// An error of the registry, as text for the log and `snowflake_lease()`.
@@ -140,6 +151,7 @@ impl Registry {
             identity: (0, 0),
             conninfo: String::new(),
             timeout: Duration::from_secs(5),
+            abort_on_term: true,
         })
     }
 
@@ -157,17 +169,40 @@ impl Registry {
         self.client = None;
     }
 
-    /// Runs `fut` on the worker's thread, at most `self.timeout`.
+    /// Runs `fut` on the worker's thread, at most `self.timeout`, and (with `abort_on_term`) no
+    /// longer than until SIGTERM arrives: checked every 50 ms, so that a fast shutdown never
+    /// waits for a registry that does not answer.
     pub(super) fn run<T>(
         &self,
         what: &str,
         fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, RegError> {
+        use std::future::Future;
+        use std::task::Poll;
         let t = self.timeout;
-        match self.rt.block_on(async { tokio::time::timeout(t, fut).await }) {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(format!("{what}: {}", db_err(e))),
-            Err(_) => Err(format!("{what}: no answer within {} ms", t.as_millis())),
+        let abort = self.abort_on_term;
+        let out = self.rt.block_on(async {
+            let mut op = std::pin::pin!(tokio::time::timeout(t, fut));
+            let mut tick = tokio::time::interval(Duration::from_millis(50));
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(r) = op.as_mut().poll(cx) {
+                    return Poll::Ready(Some(r));
+                }
+                // Each tick is a wake-up; the check runs on this (the worker's main) thread.
+                while tick.poll_tick(cx).is_ready() {
+                    if abort && super::term::term_requested() {
+                        return Poll::Ready(None);
+                    }
+                }
+                Poll::Pending
+            })
+            .await
+        });
+        match out {
+            Some(Ok(Ok(v))) => Ok(v),
+            Some(Ok(Err(e))) => Err(format!("{what}: {}", db_err(e))),
+            Some(Err(_)) => Err(format!("{what}: no answer within {} ms", t.as_millis())),
+            None => Err(format!("{what}: interrupted by the server's shutdown")),
         }
     }
 
@@ -231,6 +266,16 @@ impl Registry {
         };
         self.schema = row.get(0);
         let rows = self.run(
+            "registry",
+            client.query(
+                "SELECT pg_catalog.to_regproc($1) IS NOT NULL",
+                &[&format!("{}.pg_idgen_lease_claim", self.schema)],
+            ),
+        )?;
+        if !rows.first().is_some_and(|r| r.get::<_, bool>(0)) {
+            return Err("the registry's pg_idgen is older than 0.5.0 (no function pg_idgen_lease_claim): run ALTER EXTENSION pg_idgen UPDATE in the registry database first; 0.5.0 nodes write the registry only through its functions".into());
+        }
+        let rows = self.run(
             "registry identity",
             client.query(
                 "SELECT s.system_identifier::pg_catalog.text, d.oid::pg_catalog.int8 \
@@ -268,43 +313,43 @@ impl Registry {
     }
 
     fn claim_connected(&self, me: &Holder, claim: &Claim) -> Result<Outcome, RegError> {
-        let s = &self.schema;
-        // The lease is taken when it is ours (same token: a renewal), or when the holder's lease
-        // ended (released, or lease_until passed by the registry's clock) and either the id is
-        // fixed by configuration, or the holder was this node (same system identifier and node
-        // name: an auto id is sticky), or the id has been retired long enough.
-        // hwm_ms only ever grows here; a taker (another token) records the row's hwm_ms before
-        // its claim as floor_ms (`l.` is the existing row in DO UPDATE) and continues above it.
+        let take = claim.take.map(|t| (claim.worker_id, t));
+        let (_, outcome) = self
+            .call_claim(me, Some(claim.worker_id), (0, 0), claim, take)?
+            .ok_or_else(|| "lease claim: the registry returned no row".to_string())?;
+        Ok(outcome)
+    }
+
+    /// One call of the registry's `pg_idgen_lease_claim` (sql/registry_nodes.sql, which has the
+    /// rules): claims `worker_id`, or with None chooses one of `range` and claims it, in one
+    /// transaction under the lease table's lock. The registry checks that this node's role may
+    /// act for the id. None: no id of the range is free.
+    fn call_claim(
+        &self,
+        me: &Holder,
+        worker_id: Option<i64>,
+        range: (i64, i64),
+        claim: &Claim,
+        take: Option<(i64, (i64, i64))>,
+    ) -> Result<Option<(i64, Outcome)>, RegError> {
         let sql = format!(
-            "INSERT INTO {s}.pg_idgen_leases AS l \
-               (worker_id, system_identifier, node_name, host, port, token, since, renewed_at, lease_until, released_at, hwm_ms) \
-             VALUES ($1, $2::text::pg_catalog.numeric, $3, $4, $5, $6, pg_catalog.now(), pg_catalog.now(), \
-               pg_catalog.now() + pg_catalog.make_interval(secs => $7), NULL, $10) \
-             ON CONFLICT (worker_id) DO UPDATE SET \
-               system_identifier = excluded.system_identifier, node_name = excluded.node_name, \
-               host = excluded.host, port = excluded.port, token = excluded.token, \
-               since = CASE WHEN l.token = excluded.token AND l.released_at IS NULL THEN l.since ELSE excluded.since END, \
-               renewed_at = excluded.renewed_at, lease_until = excluded.lease_until, released_at = NULL, \
-               hwm_ms = GREATEST(l.hwm_ms, excluded.hwm_ms), \
-               floor_ms = CASE WHEN l.token = excluded.token THEN l.floor_ms ELSE l.hwm_ms END \
-             WHERE l.token = excluded.token \
-                OR ((l.released_at IS NOT NULL \
-                     OR (l.lease_until < pg_catalog.now() AND l.token = $11 \
-                         AND (pg_catalog.date_part('epoch', l.renewed_at) * 1000000)::pg_catalog.int8 = $12)) \
-                    AND ($8::bool \
-                         OR (l.system_identifier = excluded.system_identifier AND l.node_name = excluded.node_name) \
-                         OR COALESCE(l.released_at, l.lease_until) + pg_catalog.make_interval(secs => $9) < pg_catalog.now())) \
-             RETURNING (pg_catalog.date_part('epoch', l.since) * 1000)::pg_catalog.int8, l.floor_ms"
+            "SELECT lease_worker_id, granted, since_ms, floor_ms, has_slots, holder, holder_fp, holder_renewed_us, holder_ttl_ms \
+             FROM {}.pg_idgen_lease_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+            self.schema
         );
+        let wid = worker_id.map(|w| w as i32);
+        let (lo, hi) = (range.0 as i32, range.1 as i32);
+        let take_id = take.map(|t| t.0 as i32);
+        let (take_fp, take_renewed) = (take.map(|t| t.1 .0), take.map(|t| t.1 .1));
         let c = self.client();
-        let wid = claim.worker_id as i32;
-        let (take_token, take_renewed) = (claim.take.map(|t| t.0), claim.take.map(|t| t.1));
         let rows = self.run(
             "lease claim",
             c.query(
                 sql.as_str(),
                 &[
                     &wid,
+                    &lo,
+                    &hi,
                     &me.system_identifier,
                     &me.node_name,
                     &me.host,
@@ -314,38 +359,37 @@ impl Registry {
                     &claim.fixed,
                     &claim.retire_s,
                     &claim.limit_ms,
-                    &take_token,
+                    &take_id,
+                    &take_fp,
                     &take_renewed,
                 ],
             ),
         )?;
-        if let Some(row) = rows.first() {
-            return Ok(Outcome::Granted { since_ms: row.get(0), floor_ms: row.get(1) });
+        let Some(row) = rows.first() else { return Ok(None) };
+        let id = i64::from(row.get::<_, i32>(0));
+        if row.get::<_, bool>(1) {
+            return Ok(Some((
+                id,
+                Outcome::Granted { since_ms: row.get(2), floor_ms: row.get(3), has_slots: row.get(4) },
+            )));
         }
-        let who = format!(
-            "SELECT pg_catalog.format('node \"%s\" (host %s, port %s, system identifier %s) since %s, lease until %s%s', \
-               node_name, host, port, system_identifier, since, lease_until, \
-               CASE WHEN released_at IS NOT NULL THEN ', released at ' OPERATOR(pg_catalog.||) released_at \
-                    WHEN lease_until < pg_catalog.now() THEN ', expired' ELSE '' END), \
-               token, (pg_catalog.date_part('epoch', renewed_at) * 1000000)::pg_catalog.int8, released_at IS NULL, \
-               pg_catalog.ceil(pg_catalog.date_part('epoch', lease_until OPERATOR(pg_catalog.-) renewed_at) * 1000)::pg_catalog.int8 \
-             FROM {s}.pg_idgen_leases WHERE worker_id = $1"
-        );
-        let rows = self.run("lease holder", c.query(who.as_str(), &[&wid]))?;
-        let Some(row) = rows.first() else {
-            return Ok(Outcome::Taken(OtherHolder { text: "another node".into(), lease: None, ttl_ms: 0 }));
+        let lease = match (row.get::<_, Option<i64>>(6), row.get::<_, Option<i64>>(7)) {
+            (Some(fp), Some(renewed)) => Some((fp, renewed)),
+            _ => None,
         };
-        let lease = row.get::<_, bool>(3).then(|| (row.get::<_, i64>(1), row.get::<_, i64>(2)));
-        Ok(Outcome::Taken(OtherHolder { text: row.get(0), lease, ttl_ms: row.get::<_, i64>(4).max(0) }))
+        let text = row.get::<_, Option<String>>(5).unwrap_or_else(|| "another node".into());
+        let ttl_ms = row.get::<_, Option<i64>>(8).unwrap_or(0).max(0);
+        Ok(Some((id, Outcome::Taken(OtherHolder { text, lease, ttl_ms }))))
     }
 
-    /// auto mode: chooses the id to claim and claims it, in one transaction holding the lease
-    /// table's SHARE ROW EXCLUSIVE lock, so that choices and claims of the nodes are serialized
-    /// (two nodes never choose the same free id, then race for it). The id is this node's own
-    /// (same system identifier and node name) if the registry has one in `lo..=hi` (sticky; the
-    /// claim then says whether it is free), else the smallest id of the range without a row or
-    /// retired; None when none is free. `claim.worker_id` is replaced by the chosen id, and
-    /// `claim.take` by `take.1` if the chosen id is `take.0`.
+    /// auto mode: chooses the id to claim and claims it, in one registry transaction holding the
+    /// lease table's SHARE ROW EXCLUSIVE lock (taken by the registry's function), so that choices
+    /// and claims of the nodes are serialized (two nodes never choose the same free id, then race
+    /// for it). The id is this node's own (same system identifier and node name) if the registry
+    /// has one in `lo..=hi` (sticky; the claim then says whether it is free), else the smallest
+    /// id of the range without a row or retired, of those this node's role may lease; None when
+    /// none is free. `take`: the expired lease (id, (token fingerprint, renewed_at)) this node
+    /// may take over.
     pub fn choose_and_claim(
         &mut self,
         me: &Holder,
@@ -355,71 +399,11 @@ impl Registry {
         take: Option<(i64, (i64, i64))>,
     ) -> Result<Option<(i64, Outcome)>, RegError> {
         self.connect()?;
-        let r = self.choose_and_claim_connected(me, lo, hi, claim, take);
+        let r = self.call_claim(me, None, (lo, hi), claim, take);
         if r.is_err() {
-            // Dropping the connection also rolls the transaction back.
             self.client = None;
         }
         r
-    }
-
-    fn choose_and_claim_connected(
-        &self,
-        me: &Holder,
-        lo: i64,
-        hi: i64,
-        claim: &Claim,
-        take: Option<(i64, (i64, i64))>,
-    ) -> Result<Option<(i64, Outcome)>, RegError> {
-        let c = self.client();
-        // The lease table's own lock, not an advisory lock: any role that can connect to the
-        // registry database could hold an advisory lock for ever and stop every choice; this
-        // lock needs UPDATE on pg_idgen_leases. It conflicts with itself and with the row
-        // locks of claims, for the few milliseconds of a choice.
-        self.run(
-            "lease choice",
-            c.batch_execute(&format!(
-                "BEGIN; LOCK TABLE {}.pg_idgen_leases IN SHARE ROW EXCLUSIVE MODE",
-                self.schema
-            )),
-        )?;
-        let out = match self.choose_connected(me, lo, hi, claim.retire_s)? {
-            Some(id) => {
-                let take = take.filter(|t| t.0 == id).map(|t| t.1);
-                Some((id, self.claim_connected(me, &Claim { worker_id: id, take, ..*claim })?))
-            }
-            None => None,
-        };
-        self.run("lease choice", c.batch_execute("COMMIT"))?;
-        Ok(out)
-    }
-
-    /// The choice's query, inside the transaction of `choose_and_claim_connected`.
-    fn choose_connected(
-        &self,
-        me: &Holder,
-        lo: i64,
-        hi: i64,
-        retire_s: f64,
-    ) -> Result<Option<i64>, RegError> {
-        let s = &self.schema;
-        let (lo, hi) = (lo as i32, hi as i32);
-        let sql = format!(
-            "SELECT COALESCE( \
-               (SELECT worker_id FROM {s}.pg_idgen_leases \
-                 WHERE system_identifier = $1::text::pg_catalog.numeric AND node_name = $2 AND worker_id BETWEEN $3 AND $4 \
-                 ORDER BY (token = $5) DESC, since DESC LIMIT 1), \
-               (SELECT g FROM pg_catalog.generate_series($3, $4) g \
-                 WHERE NOT EXISTS (SELECT FROM {s}.pg_idgen_leases l WHERE l.worker_id = g \
-                   AND COALESCE(l.released_at, l.lease_until) + pg_catalog.make_interval(secs => $6) >= pg_catalog.now()) \
-                 ORDER BY g LIMIT 1))"
-        );
-        let c = self.client();
-        let rows = self.run(
-            "lease choice",
-            c.query(sql.as_str(), &[&me.system_identifier, &me.node_name, &lo, &hi, &me.token, &retire_s]),
-        )?;
-        Ok(rows.first().and_then(|r| r.get::<_, Option<i32>>(0)).map(i64::from))
     }
 
     /// Releases our lease of `worker_id` (clean shutdown): it ends now, by the registry's clock.
@@ -428,16 +412,10 @@ impl Registry {
     /// it was), so that the next holder continues above every id without waiting longer.
     pub fn release(&mut self, me: &Holder, worker_id: i64, bound_ms: i64) -> Result<bool, RegError> {
         self.connect()?;
-        let sql = format!(
-            "UPDATE {}.pg_idgen_leases SET released_at = pg_catalog.now(), \
-               lease_until = LEAST(lease_until, pg_catalog.now()), \
-               hwm_ms = LEAST(hwm_ms, $3) \
-             WHERE worker_id = $1 AND token = $2 AND released_at IS NULL",
-            self.schema
-        );
+        let sql = format!("SELECT {}.pg_idgen_lease_release($1, $2, $3)", self.schema);
         let wid = worker_id as i32;
-        let n =
-            self.run("lease release", self.client().execute(sql.as_str(), &[&wid, &me.token, &bound_ms]))?;
-        Ok(n > 0)
+        let rows =
+            self.run("lease release", self.client().query(sql.as_str(), &[&wid, &me.token, &bound_ms]))?;
+        Ok(rows.first().is_some_and(|r| r.get::<_, bool>(0)))
     }
 }

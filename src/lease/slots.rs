@@ -10,34 +10,10 @@
 //! published in shared memory (`segment::owners`) with the validity of the lease round, only
 //! after the registry committed them. The safety argument is in `pg_idgen_core::slot_registry`.
 
-use std::cell::Cell;
-
 use pg_idgen_core::slot_registry::{action, raised_ceiling, Action, Row, RowState};
 
 use super::registry::{Holder, RegError, Registry};
 use crate::segment::owners::{self, Publish};
-
-thread_local! {
-    /// Whether the registry was seen to have the slot table (0.4.0 or later there).
-    static HAS_TABLE: Cell<bool> = const { Cell::new(false) };
-}
-
-/// The registry's statement condition: this node's worker id lease is valid under its token, by
-/// the registry's clock. `$3` is the worker id, `$4` the token.
-fn fence(s: &str) -> String {
-    format!(
-        "EXISTS (SELECT FROM {s}.pg_idgen_leases l WHERE l.worker_id = $3 AND l.token = $4 \
-           AND l.released_at IS NULL AND l.lease_until > pg_catalog.now())"
-    )
-}
-
-/// The owner's worker id lease under the row's token has ended (`o` is the row).
-fn owner_ended(s: &str) -> String {
-    format!(
-        "NOT EXISTS (SELECT FROM {s}.pg_idgen_leases l WHERE l.worker_id = o.owner AND l.token = o.owner_token \
-           AND l.released_at IS NULL AND l.lease_until >= pg_catalog.now())"
-    )
-}
 
 struct Fetched {
     tag: String,
@@ -46,29 +22,18 @@ struct Fetched {
     row: Row,
 }
 
+// Every statement is a call of a registry function (sql/registry_nodes.sql): it checks that this
+// node's role may act for the worker id and that the lease of it is valid under this server's
+// token (the fence), and it holds the conditions of each step. Another holder's token is shown
+// only as its fingerprint: `action` needs no more than "not this server's token".
 impl Registry {
-    fn slot_table_exists(&self) -> Result<bool, RegError> {
-        if HAS_TABLE.with(Cell::get) {
-            return Ok(true);
-        }
-        let name = format!("{}.pg_idgen_segment_owners", self.schema);
-        let rows = self.run(
-            "registry slots",
-            self.client().query("SELECT pg_catalog.to_regclass($1) IS NOT NULL", &[&name]),
-        )?;
-        let found = rows.first().is_some_and(|r| r.get::<_, bool>(0));
-        HAS_TABLE.with(|h| h.set(found));
-        Ok(found)
-    }
-
-    fn fetch_slots(&self, worker: i32) -> Result<Vec<Fetched>, RegError> {
-        let s = &self.schema;
+    fn fetch_slots(&self, worker: i32, token: i64) -> Result<Vec<Fetched>, RegError> {
         let sql = format!(
-            "SELECT o.tag, o.slot, o.slots, o.owner, o.owner_token, o.state, o.move_to, o.ceiling, o.floor, {} \
-             FROM {s}.pg_idgen_segment_owners o WHERE o.owner = $1 OR o.move_to = $1 ORDER BY o.tag, o.slot",
-            owner_ended(s)
+            "SELECT tag, slot, slots, owner, owner_token, state, move_to, ceiling, floor, owner_lease_ended \
+             FROM {}.pg_idgen_slot_rows($1, $2)",
+            self.schema
         );
-        let rows = self.run("registry slots", self.client().query(sql.as_str(), &[&worker]))?;
+        let rows = self.run("registry slots", self.client().query(sql.as_str(), &[&worker, &token]))?;
         Ok(rows
             .iter()
             .filter_map(|r| {
@@ -91,16 +56,20 @@ impl Registry {
             .collect())
     }
 
-    /// Marks a row this node (or its earlier start, `token`) was moving away released.
-    fn release_slot(&self, tag: &str, slot: i32, worker: i32, token: Option<i64>) -> Result<(), RegError> {
-        let sql = format!(
-            "UPDATE {}.pg_idgen_segment_owners SET state = 'released', changed_at = pg_catalog.now() \
-             WHERE tag = $1 AND slot = $2 AND owner = $3 AND owner_token IS NOT DISTINCT FROM $4 AND state = 'moving'",
-            self.schema
-        );
+    /// Marks a row this node (or its earlier start, `seen`: the owner token as fetched) was
+    /// moving away released.
+    fn release_slot(
+        &self,
+        tag: &str,
+        slot: i32,
+        worker: i32,
+        token: i64,
+        seen: Option<i64>,
+    ) -> Result<(), RegError> {
+        let sql = format!("SELECT {}.pg_idgen_slot_release($1, $2, $3, $4, $5)", self.schema);
         self.run(
             "registry slot release",
-            self.client().execute(sql.as_str(), &[&tag, &slot, &worker, &token]),
+            self.client().query(sql.as_str(), &[&tag, &slot, &worker, &token, &seen]),
         )?;
         Ok(())
     }
@@ -113,18 +82,7 @@ impl Registry {
         worker: i32,
         token: i64,
     ) -> Result<Option<(i64, i64)>, RegError> {
-        let s = &self.schema;
-        let sql = format!(
-            "UPDATE {s}.pg_idgen_segment_owners o SET owner = $3, owner_token = $4, state = 'held', move_to = NULL, \
-               floor = o.ceiling, changed_at = pg_catalog.now() \
-             WHERE o.tag = $1 AND o.slot = $2 AND {fence} \
-               AND ((o.owner = $3 AND o.owner_token IS DISTINCT FROM $4 AND o.state = 'held') \
-                 OR (o.move_to = $3 AND (o.state = 'released' \
-                     OR (o.owner = $3 AND o.owner_token IS DISTINCT FROM $4) OR {ended}))) \
-             RETURNING o.floor, o.ceiling",
-            fence = fence(s),
-            ended = owner_ended(s)
-        );
+        let sql = format!("SELECT floor, ceiling FROM {}.pg_idgen_slot_take($1, $2, $3, $4)", self.schema);
         let rows = self
             .run("registry slot take", self.client().query(sql.as_str(), &[&tag, &slot, &worker, &token]))?;
         Ok(rows.first().map(|r| (r.get(0), r.get(1))))
@@ -139,13 +97,8 @@ impl Registry {
         token: i64,
         ceiling: i64,
     ) -> Result<Option<(i64, i64)>, RegError> {
-        let s = &self.schema;
-        let sql = format!(
-            "UPDATE {s}.pg_idgen_segment_owners o SET ceiling = GREATEST(o.ceiling, $5), changed_at = pg_catalog.now() \
-             WHERE o.tag = $1 AND o.slot = $2 AND o.owner = $3 AND o.owner_token = $4 AND o.state = 'held' AND {fence} \
-             RETURNING o.floor, o.ceiling",
-            fence = fence(s)
-        );
+        let sql =
+            format!("SELECT floor, ceiling FROM {}.pg_idgen_slot_raise($1, $2, $3, $4, $5)", self.schema);
         let rows = self.run(
             "registry slot ceiling",
             self.client().query(sql.as_str(), &[&tag, &slot, &worker, &token, &ceiling]),
@@ -156,8 +109,9 @@ impl Registry {
 
 /// One round for worker id `worker` (held under this server's token), whose lease round
 /// granted validity until `until` (CLOCK_BOOTTIME ms). On an error nothing is published: what
-/// was published keeps the validity of an earlier round and runs out.
-pub fn round(reg: &mut Registry, me: &Holder, worker: i64, until: u64) -> Result<(), RegError> {
+/// was published keeps the validity of an earlier round and runs out. Ok(true) when it
+/// published at least one slot.
+pub fn round(reg: &mut Registry, me: &Holder, worker: i64, until: u64) -> Result<bool, RegError> {
     reg.connect()?;
     let r = round_connected(reg, me, worker, until);
     if r.is_err() {
@@ -166,21 +120,16 @@ pub fn round(reg: &mut Registry, me: &Holder, worker: i64, until: u64) -> Result
     r
 }
 
-fn round_connected(reg: &Registry, me: &Holder, worker: i64, until: u64) -> Result<(), RegError> {
-    if !reg.slot_table_exists()? {
-        owners::publish(&[]);
-        owners::set_valid_until(until);
-        return Ok(());
-    }
+fn round_connected(reg: &Registry, me: &Holder, worker: i64, until: u64) -> Result<bool, RegError> {
     let w = worker as i32;
     let mut serve: Vec<Publish> = Vec::new();
-    for f in reg.fetch_slots(w)? {
+    for f in reg.fetch_slots(w, me.token)? {
         let (floor, ceiling) = match action(worker, me.token, &f.row) {
             Action::Serve => (f.row.floor, f.row.ceiling),
             Action::Release => {
                 // Stop serving here first; only then may another node take it.
                 owners::drop_slot(&f.tag, f.slot);
-                reg.release_slot(&f.tag, f.slot, w, f.row.owner_token)?;
+                reg.release_slot(&f.tag, f.slot, w, me.token, f.row.owner_token)?;
                 continue;
             }
             Action::Take => match reg.take_slot(&f.tag, f.slot, w, me.token)? {
@@ -224,5 +173,5 @@ fn round_connected(reg: &Registry, me: &Holder, worker: i64, until: u64) -> Resu
         );
     }
     owners::set_valid_until(until);
-    Ok(())
+    Ok(!serve.is_empty())
 }

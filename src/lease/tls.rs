@@ -61,19 +61,49 @@ fn io_text(e: &io::Error) -> String {
     }
 }
 
-fn read(key: &str, path: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read the file of {key}: {}", io_text(&e)))
+/// Most bytes read from a file the registry string names (a CA bundle, a certificate chain, a
+/// key, a password file): far above any real one.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads the file `path` names for option `what` ("the file of sslrootcert", "the password file
+/// (passfile)"): only a regular file (checked on the open file, so a FIFO, a device or a socket
+/// is refused, never read), at most [`MAX_FILE_BYTES`]. The open does not block: a FIFO without
+/// a writer would block an ordinary open (and the worker with it, deaf to SIGTERM).
+pub fn read_regular(what: &str, path: &Path) -> Result<(Vec<u8>, std::fs::Metadata), String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| format!("cannot read {what}: {}", io_text(&e)))?;
+    let md = f.metadata().map_err(|e| format!("cannot read {what}: {}", io_text(&e)))?;
+    if !md.is_file() {
+        return Err(format!("{what} is not a regular file"));
+    }
+    if md.len() > MAX_FILE_BYTES {
+        return Err(format!("{what} has more than {MAX_FILE_BYTES} bytes"));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {what}: {}", io_text(&e)))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!("{what} has more than {MAX_FILE_BYTES} bytes"));
+    }
+    Ok((bytes, md))
 }
 
-/// libpq's rule for a private key file: no group or world access when owned by the server's
-/// user; when owned by root, at most u=rw,g=r (0640).
-fn check_key_permissions(path: &str) -> Result<(), String> {
+fn read(key: &str, path: &str) -> Result<Vec<u8>, String> {
+    read_regular(&format!("the file of {key}"), Path::new(path)).map(|(b, _)| b)
+}
+
+/// Reads the private key file: a regular file with libpq's rule for its permissions (no group
+/// or world access when owned by the server's user; when owned by root, at most u=rw,g=r
+/// (0640)), checked on the file read.
+fn read_key(path: &str) -> Result<Vec<u8>, String> {
     use std::os::unix::fs::MetadataExt;
-    let md =
-        std::fs::metadata(path).map_err(|e| format!("cannot read the file of sslkey: {}", io_text(&e)))?;
-    if !md.is_file() {
-        return Err("the file of sslkey is not a regular file".into());
-    }
+    let (bytes, md) = read_regular("the file of sslkey", Path::new(path))?;
     let mode = md.mode();
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
@@ -81,7 +111,7 @@ fn check_key_permissions(path: &str) -> Result<(), String> {
     if loose {
         return Err("the file of sslkey has group or world access; it must have permissions u=rw (0600) or less if owned by the server's user, or u=rw,g=r (0640) or less if owned by root".into());
     }
-    Ok(())
+    Ok(bytes)
 }
 
 fn provider() -> Arc<CryptoProvider> {
@@ -141,8 +171,7 @@ pub fn client_config(mode: SslMode, files: &TlsFiles) -> Result<Option<Arc<rustl
             if chain.is_empty() {
                 return Err("the file of sslcert has no certificate (PEM, BEGIN CERTIFICATE)".into());
             }
-            check_key_permissions(key)?;
-            let pem = read("sslkey", key)?;
+            let pem = read_key(key)?;
             let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|_| {
                 "the file of sslkey has no unencrypted private key (PEM: PKCS#8, RSA or EC)".to_string()
             })?;
@@ -335,16 +364,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> tokio_postgres::tls::TlsStream for Rustl
     }
 }
 
-/// libpq's rule for a password file: a regular file without group or world access.
-pub fn check_passfile(path: &Path) -> Result<(), String> {
+/// Reads the password file: libpq's rule, a regular file without group or world access.
+pub fn read_passfile(path: &Path) -> Result<Vec<u8>, String> {
     use std::os::unix::fs::MetadataExt;
-    let md = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read the password file (passfile): {}", io_text(&e)))?;
-    if !md.is_file() {
-        return Err("the password file (passfile) is not a regular file".into());
-    }
+    let (bytes, md) = read_regular("the password file (passfile)", path)?;
     if md.mode() & 0o077 != 0 {
         return Err("the password file (passfile) has group or world access; permissions should be u=rw (0600) or less".into());
     }
-    Ok(())
+    Ok(bytes)
 }

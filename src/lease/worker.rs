@@ -25,6 +25,7 @@ use pgrx::prelude::*;
 
 use super::registry::{Claim, Holder, Outcome, Registry};
 use super::shmem::{self, State};
+use super::term::term_requested;
 use crate::clock::boottime_ms;
 use crate::gucs::{self, LeaseMode};
 
@@ -138,6 +139,11 @@ struct Worker {
     granted_id: Option<i64>,
     /// The last error of the registry slots' round (logged once until it changes).
     slot_error: Option<String>,
+    /// Whether the last grant said a registry slot names this node's worker id.
+    has_slots: bool,
+    /// Whether shared memory may hold registry slots this worker (or its predecessor, before a
+    /// restart of the worker) published: a round is due to withdraw them.
+    slots_published: bool,
 }
 
 impl Worker {
@@ -191,13 +197,28 @@ impl Worker {
     }
 
     /// The registry's segment slots of this node (`lease::slots`): after a lease round, or when
-    /// a backend asked for a ceiling. Without a valid lease, the node stops serving them.
-    fn slot_round(&mut self) {
+    /// a backend asked for a ceiling (`demand`). Without a valid lease, the node stops serving
+    /// them. The registry is asked only when a slot names this node's worker id (the grant
+    /// says), when slots are published here, or on a backend's demand: a node whose worker id
+    /// has no registry slot sends one statement per round, the renewal.
+    fn slot_round(&mut self, demand: bool) {
         let (id, until) = shmem::unpack(self.sh.word.load(Ordering::Acquire));
         match id {
+            Some(_)
+                if self.held
+                    && until > boottime_ms() as u64
+                    && !(demand || self.has_slots || self.slots_published) =>
+            {
+                // Nothing to serve, nothing to withdraw: backends of a registry tag see a valid
+                // lease and no slot ("holds no slot"), not an invalid lease.
+                crate::segment::owners::set_valid_until(until);
+            }
             Some(id) if self.held && until > boottime_ms() as u64 => {
                 match super::slots::round(&mut self.reg, &self.me, id, until) {
-                    Ok(()) => self.slot_error = None,
+                    Ok(published) => {
+                        self.slot_error = None;
+                        self.slots_published = published;
+                    }
                     Err(e) => {
                         self.sh.failures.fetch_add(1, Ordering::Relaxed);
                         if self.slot_error.as_deref() != Some(e.as_str()) {
@@ -340,7 +361,8 @@ impl Worker {
             }
         };
         match outcome {
-            Ok(Outcome::Granted { since_ms, floor_ms }) => {
+            Ok(Outcome::Granted { since_ms, floor_ms, has_slots }) => {
+                self.has_slots = has_slots;
                 let until = pg_idgen_core::lease::valid_until_ms(t0, st.ttl_ms, st.margin_ms);
                 // A floor bounds the ids of one worker id: the one inherited with another id
                 // (before a reload of pg_idgen.worker_id, or another auto choice) says nothing
@@ -429,7 +451,7 @@ fn wait(ms: i64) -> Wake {
     pgrx::check_for_interrupts!();
     if rc & pg_sys::WL_POSTMASTER_DEATH as i32 != 0 {
         Wake::PostmasterDied
-    } else if BackgroundWorker::sigterm_received() {
+    } else if term_requested() {
         Wake::Term
     } else {
         Wake::Go
@@ -472,6 +494,8 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
         warned_self: false,
         granted_id: None,
         slot_error: None,
+        has_slots: false,
+        slots_published: true,
     };
     // A worker restarted after an error (or pg_terminate_backend) continues the lease of its
     // predecessor: same token, so its first round is a renewal.
@@ -506,7 +530,8 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
             }
         }
         let now = boottime_ms();
-        let mut slots_due = crate::segment::owners::take_demand();
+        let demand = crate::segment::owners::take_demand();
+        let mut slots_due = demand;
         if now >= next_round {
             let ok = w.round(&st);
             let after = boottime_ms();
@@ -514,7 +539,7 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
             slots_due = true;
         }
         if slots_due {
-            w.slot_round();
+            w.slot_round(demand);
         }
         match wait((next_round - boottime_ms()).clamp(10, 1000)) {
             Wake::Go => {}
@@ -527,6 +552,9 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
     crate::segment::owners::invalidate();
     crate::segment::owners::set_worker_latch(std::ptr::null_mut());
     sh.invalidate();
+    // The release is the one registry operation after SIGTERM: bounded by the timeout, not cut
+    // short by the signal.
+    w.reg.abort_on_term = false;
     if let (Some(id), true) = (w.id, w.held) {
         match w.reg.release(&w.me, id, release_bound(sh, id)) {
             Ok(_) => w.set(State::Released, format!("worker id {id} released")),

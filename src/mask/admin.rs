@@ -46,7 +46,8 @@ impl Versions {
     /// a text code carries the version modulo 32, so version `new` would decode that version's
     /// codes (kept: ambiguously; dropped: silently to a wrong id instead of 42704).
     pub(super) fn check_symbol_free(&self, name: &str, new: i32) {
-        let Some(&old) = self.all.iter().find(|&&v| v % TEXT_VERSION_MODULUS == new % TEXT_VERSION_MODULUS) else {
+        let Some(&old) = self.all.iter().find(|&&v| v % TEXT_VERSION_MODULUS == new % TEXT_VERSION_MODULUS)
+        else {
             return;
         };
         let kept = self.kept.contains(&old);

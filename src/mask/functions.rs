@@ -95,7 +95,11 @@ pub(super) fn ff1_sql(
     // the lengths, so that a long array is refused before it is converted or encrypted (one call
     // is then short, and a statement of many calls is interrupted between them)
     if !(2..=65536).contains(&radix) {
-        raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, format!("an FF1 radix is 2 to 65536, not {radix}"), None);
+        raise(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("an FF1 radix is 2 to 65536, not {radix}"),
+            None,
+        );
     }
     let radix = radix as u32;
     core_mask::check_ff1_lengths(radix, numerals.len(), tweak.len()).unwrap_or_else(|e| ff1_error(e));

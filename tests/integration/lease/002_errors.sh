@@ -10,7 +10,9 @@
 #  3. registry = a database of A without the extension (set by ALTER SYSTEM + reload: the worker
 #     reloads): 'registry unreachable', the detail says to CREATE EXTENSION, 55000 with it.
 #  4. registry = database reg with the extension, as a role without privileges: 'permission
-#     denied' in the detail; after GRANT SELECT, INSERT, UPDATE ON pg_idgen_leases: held, id 0.
+#     denied for function pg_idgen_lease_claim' in the detail; with EXECUTE on the node functions
+#     but no row in pg_idgen_registry_nodes: 'may not act for any worker id'; after that row
+#     (docs/worker-ids.md, "Registry roles"): held, id 0.
 #     Non-superusers cannot read pg_idgen.registry (it may hold a password) nor the table. A,
 #     its own registry here, warns in its log that it should not be.
 #  5. B with lease_range 0-1 while A holds 0 and 1 was released an hour ago by a node that is
@@ -99,11 +101,14 @@ expect_sql_error "$A" 55000 'no worker id lease, and the registry cannot be reac
 q "$A" "CREATE ROLE leaser LOGIN" >/dev/null
 qdb "$A" reg "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 reload_with "$A" pg_idgen.registry "host=127.0.0.1 port=$PA user=leaser dbname=reg"
-wait_for "4: a registry role without privileges: 'permission denied' in the detail" detail_matches "$A" 'permission denied for table pg_idgen_leases'
+wait_for "4: a registry role without privileges: 'permission denied' in the detail" detail_matches "$A" 'permission denied for function pg_idgen_lease_claim'
 expect_sql_error "$A" 42501 'permission denied to examine "pg_idgen.registry"|must be superuser' "SET ROLE leaser" "SHOW pg_idgen.registry"
 PGDATABASE=reg expect_sql_error "$A" 42501 'permission denied for table pg_idgen_leases' "SET ROLE leaser" "SELECT * FROM pg_idgen_leases"
-qdb "$A" reg "GRANT SELECT, INSERT, UPDATE ON pg_idgen_leases TO leaser" >/dev/null
-wait_for "4: after GRANT SELECT, INSERT, UPDATE: held" state_is "$A" held
+qdb "$A" reg "$(registry_node_sql leaser 0 1023)" "DELETE FROM pg_idgen_registry_nodes" >/dev/null
+wait_for "4: EXECUTE but no row in pg_idgen_registry_nodes: 'may not act' in the detail" \
+    detail_matches "$A" 'role "leaser" may not act for any worker id of 0-1023'
+qdb "$A" reg "INSERT INTO pg_idgen_registry_nodes VALUES ('leaser', 0, 1023)" >/dev/null
+wait_for "4: after the mapping row: held" state_is "$A" held
 check "4: A leased id 0" "$(q "$A" "SELECT worker_id FROM uid_decode(snowflake_next())")" == 0
 check "4: the registry row names node a" "$(qdb "$A" reg "SELECT worker_id || ' ' || node_name FROM pg_idgen_leases")" == "0 a"
 check "4: A warns that it is its own registry" \

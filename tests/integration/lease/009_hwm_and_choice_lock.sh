@@ -93,7 +93,7 @@ check "2: D's generator for worker id 3 was raised to 3's bound before it genera
                  AND reserved_until >= to_timestamp($hwm3 / 1000.0)")" -eq 1
 
 # ---- 3. an advisory lock held by any role does not stop auto mode's choice ----
-q "$R" "CREATE ROLE it_lhw_lease LOGIN" "GRANT SELECT, INSERT, UPDATE ON pg_idgen_leases TO it_lhw_lease" \
+q "$R" "CREATE ROLE it_lhw_lease LOGIN" "$(registry_node_sql it_lhw_lease 0 1023)" \
     "CREATE ROLE it_lhw_mallory LOGIN" >/dev/null
 "$CLUSTER" psql "$R" -U it_lhw_mallory -c "SELECT pg_advisory_lock(1885956460, 1), pg_sleep(600)" >/dev/null 2>&1 &
 BG_PIDS+=($!)

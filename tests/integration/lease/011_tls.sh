@@ -59,14 +59,17 @@ chown postgres "$C/pgpass-any"; chmod 600 "$C/pgpass-any"
 # ---- the registry: hostssl only ----
 # It needs a server built with OpenSSL: this major's if it is (Debian's 15), else Debian's 15
 # when pg_idgen is installed there (the 16-18 wheels have no SSL; a registry on another major
-# than its nodes is as good). Without one the test is skipped, saying why.
+# than its nodes is as good), with a pg_idgen whose registry has the node functions (0.5.0 or
+# later: this node writes the registry only through them). Without one the test is skipped,
+# saying why.
 RCFG=
 for c in "$PG_CONFIG" "$(pg_config_for 15)"; do
     if [ -x "$c" ] && "$c" --configure | grep -q -- --with-openssl \
-        && [ -f "$("$c" --sharedir)/extension/pg_idgen.control" ]; then RCFG=$c; break; fi
+        && [ -f "$("$c" --sharedir)/extension/pg_idgen.control" ] \
+        && grep -qs pg_idgen_lease_claim "$("$c" --sharedir)"/extension/pg_idgen--*.sql; then RCFG=$c; break; fi
 done
 if [ -z "$RCFG" ]; then
-    log "SKIP: no PostgreSQL here is built with OpenSSL and has pg_idgen installed (PostgreSQL $PG's build has no SSL; Debian's 15 with pg_idgen would do): TLS to the registry is not tested"
+    log "SKIP: no PostgreSQL here is built with OpenSSL and has pg_idgen 0.5.0 or later installed (PostgreSQL $PG's build has no SSL; Debian's 15 with pg_idgen would do): TLS to the registry is not tested"
     finish
 fi
 register_cluster "$R"
@@ -76,7 +79,7 @@ log "registry: PostgreSQL $("$RCFG" --version | awk '{ print $2 }'), node: Postg
 q "$R" "SET client_min_messages = warning" "CREATE DATABASE reg" "CREATE ROLE leaser LOGIN PASSWORD '$PW'" \
     "CREATE ROLE certuser LOGIN" >/dev/null
 qdb "$R" reg "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
-    "GRANT SELECT, INSERT, UPDATE ON pg_idgen_leases TO leaser, certuser" >/dev/null
+    "$(registry_node_sql leaser 0 3)" "$(registry_node_sql certuser 0 3)" >/dev/null
 HBA=$("$CLUSTER" pgdata "$R")/pg_hba.conf
 cat >"$HBA" <<EOF
 local   all  all                     trust

@@ -8,6 +8,7 @@ CREATE TABLE null_calls (fn text, pos int, outcome text, message text, detail te
 CREATE FUNCTION sample_value(t regtype, n text) RETURNS text LANGUAGE sql AS $$
   SELECT CASE
     WHEN n = 'generator' THEN '''segment''::text'
+    WHEN n = 'system_identifier' THEN '''1''::text'
     WHEN t = 'regclass'::regtype THEN '''null_calls''::regclass'
     WHEN t = 'name'::regtype THEN '''fn''::name'
     WHEN n = 'layout' THEN '''twitter''::text'
@@ -27,6 +28,7 @@ CREATE FUNCTION sample_value(t regtype, n text) RETURNS text LANGUAGE sql AS $$
     WHEN t = 'bytea'::regtype THEN 'pg_catalog.decode(pg_catalog.repeat(''00'', 32), ''hex'')'
     WHEN t = 'integer[]'::regtype THEN '''{0,1,1,0,1,0,0,1,1,0}''::integer[]'
     WHEN t = 'boolean'::regtype THEN 'true'
+    WHEN t = 'double precision'::regtype THEN '6::double precision'
   END $$;
 DO $$
 DECLARE

@@ -1,0 +1,306 @@
+-- pg_idgen: what a node's registry role may do in the lease registry (the database
+-- pg_idgen.registry names; docs/worker-ids.md "Registry roles"). A node's lease worker writes
+-- pg_idgen_leases and pg_idgen_segment_owners only through the functions below, never with
+-- table rights: each is SECURITY DEFINER (owned by the extension's owner, search_path pinned,
+-- every name schema-qualified), checks that the caller's role may act for the worker id
+-- (pg_idgen_registry_nodes) and, for everything but a claim, that the caller's lease of it is
+-- valid under the token it passes (the token is random per postmaster start and no node role
+-- can read another's). EXECUTE goes to the role a DBA grants (PUBLIC has none); the protocol
+-- (fencing, handover, hwm_ms) is the one the statements of 0.4.0 ran.
+
+-- Which worker ids a registry role may act for: a row per role and range of worker ids (a
+-- role may have several). A session whose login role (session_user) is the role, or a member
+-- of it, may claim, renew and release these worker ids and take, raise and release the slots of
+-- pg_idgen_segment_owners they hold. Superusers may act for every worker id. Filled by the DBA;
+-- dumped (it is configuration, unlike the leases).
+CREATE TABLE pg_idgen_registry_nodes (
+    role_name    name NOT NULL,
+    first_worker int NOT NULL CHECK (first_worker OPERATOR(pg_catalog.>=) 0),
+    last_worker  int NOT NULL,
+    PRIMARY KEY (role_name, first_worker),
+    CHECK (last_worker OPERATOR(pg_catalog.>=) first_worker)
+);
+COMMENT ON TABLE pg_idgen_registry_nodes IS 'registry roles and the worker ids first_worker..last_worker each may lease and hold slots for (pg_idgen)';
+REVOKE ALL ON pg_idgen_registry_nodes FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_registry_nodes', '');
+
+-- Internal: whether the session's login role may act for worker id $1.
+CREATE FUNCTION pg_idgen_registry_may(worker_id int) RETURNS bool
+    LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $fn$
+SELECT EXISTS (SELECT FROM pg_catalog.pg_roles r
+                WHERE r.rolname OPERATOR(pg_catalog.=) session_user AND r.rolsuper)
+    OR EXISTS (SELECT FROM @extschema@.pg_idgen_registry_nodes n
+                 JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) n.role_name
+                WHERE $1 OPERATOR(pg_catalog.>=) n.first_worker AND $1 OPERATOR(pg_catalog.<=) n.last_worker
+                  AND pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER'))
+$fn$;
+
+-- Internal: refuses (42501) a worker id the session's login role may not act for.
+CREATE FUNCTION pg_idgen_registry_check(worker_id int) RETURNS void
+    LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    IF $1 IS NULL THEN
+        RAISE EXCEPTION 'the worker id must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF NOT @extschema@.pg_idgen_registry_may($1) THEN
+        RAISE EXCEPTION 'role "%" may not act for worker id % in this registry', session_user, $1
+            USING ERRCODE = '42501',
+                  HINT = 'A superuser of the registry maps a node''s role to its worker ids: INSERT INTO pg_idgen_registry_nodes (role_name, first_worker, last_worker) VALUES (...).';
+    END IF;
+END
+$fn$;
+
+-- Internal: what a node sees of another holder's token: 64 bits of its SHA-256. Enough to tell
+-- one holder from the next, useless to act as it.
+CREATE FUNCTION pg_idgen_registry_token_fp(token bigint) RETURNS bigint
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $fn$
+SELECT ('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(pg_catalog.int8send($1)), 1, 8), 'hex'))::pg_catalog.bit(64)::pg_catalog.int8
+$fn$;
+
+-- Claims or renews a worker id lease (worker_id), or, with worker_id NULL, chooses one of
+-- lo..hi and claims it under the lease table's lock (auto mode). The id is taken when it is the
+-- caller's (same token: a renewal), or when the holder's lease ended (released, or, with
+-- take_worker_id = the id, expired with the fingerprint and renewed_at the caller saw unchanged
+-- for a ttl) and either fixed is true, or the holder was the same node (system identifier and
+-- node name), or the id has been retired for retire_s. hwm_ms only grows; a taker records the
+-- row's hwm_ms as floor_ms. One row: granted (since_ms, floor_ms, and has_slots: whether a
+-- registry slot names the id), or not (the holder, for messages, and its token's fingerprint,
+-- renewed_at and ttl); no row when no id of lo..hi is free.
+CREATE FUNCTION pg_idgen_lease_claim(
+    worker_id int, lo int, hi int, system_identifier text, node_name text, host text, port int,
+    token bigint, ttl_s float8, fixed bool, retire_s float8, limit_ms bigint,
+    take_worker_id int, take_fp bigint, take_renewed_us bigint)
+    RETURNS TABLE (lease_worker_id int, granted bool, since_ms bigint, floor_ms bigint, has_slots bool,
+                   holder text, holder_fp bigint, holder_renewed_us bigint, holder_ttl_ms bigint)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+DECLARE
+    w int := $1;
+    r record;
+BEGIN
+    IF $4 IS NULL OR $5 IS NULL OR $6 IS NULL OR $7 IS NULL OR $8 IS NULL OR $9 IS NULL
+       OR $10 IS NULL OR $11 IS NULL OR $12 IS NULL OR (w IS NULL AND ($2 IS NULL OR $3 IS NULL)) THEN
+        RAISE EXCEPTION 'pg_idgen_lease_claim: only worker_id (with lo and hi), lo, hi and the take_ arguments may be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF w IS NULL THEN
+        IF NOT EXISTS (SELECT FROM pg_catalog.generate_series($2, $3) g WHERE @extschema@.pg_idgen_registry_may(g)) THEN
+            RAISE EXCEPTION 'role "%" may not act for any worker id of %-% in this registry', session_user, $2, $3
+                USING ERRCODE = '42501',
+                      HINT = 'A superuser of the registry maps a node''s role to its worker ids: INSERT INTO pg_idgen_registry_nodes (role_name, first_worker, last_worker) VALUES (...).';
+        END IF;
+        -- The choices and claims of the nodes one after the other: two never choose the same
+        -- free id, then race for it.
+        LOCK TABLE @extschema@.pg_idgen_leases IN SHARE ROW EXCLUSIVE MODE;
+        w := COALESCE(
+            (SELECT l.worker_id FROM @extschema@.pg_idgen_leases l
+              WHERE l.system_identifier OPERATOR(pg_catalog.=) $4::pg_catalog.numeric
+                AND l.node_name OPERATOR(pg_catalog.=) $5
+                AND l.worker_id OPERATOR(pg_catalog.>=) $2 AND l.worker_id OPERATOR(pg_catalog.<=) $3
+                AND @extschema@.pg_idgen_registry_may(l.worker_id)
+              ORDER BY (l.token OPERATOR(pg_catalog.=) $8) DESC, l.since DESC LIMIT 1),
+            (SELECT g FROM pg_catalog.generate_series($2, $3) g
+              WHERE @extschema@.pg_idgen_registry_may(g)
+                AND NOT EXISTS (SELECT FROM @extschema@.pg_idgen_leases l WHERE l.worker_id OPERATOR(pg_catalog.=) g
+                  AND COALESCE(l.released_at, l.lease_until) OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $11)
+                      OPERATOR(pg_catalog.>=) pg_catalog.now())
+              ORDER BY g LIMIT 1));
+        IF w IS NULL THEN
+            RETURN;
+        END IF;
+    ELSE
+        PERFORM @extschema@.pg_idgen_registry_check(w);
+    END IF;
+    INSERT INTO @extschema@.pg_idgen_leases AS l
+        (worker_id, system_identifier, node_name, host, port, token, since, renewed_at, lease_until, released_at, hwm_ms)
+    VALUES (w, $4::pg_catalog.numeric, $5, $6, $7, $8, pg_catalog.now(), pg_catalog.now(),
+            pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $9), NULL, $12)
+    ON CONFLICT (worker_id) DO UPDATE SET
+        system_identifier = excluded.system_identifier, node_name = excluded.node_name,
+        host = excluded.host, port = excluded.port, token = excluded.token,
+        since = CASE WHEN l.token OPERATOR(pg_catalog.=) excluded.token AND l.released_at IS NULL THEN l.since ELSE excluded.since END,
+        renewed_at = excluded.renewed_at, lease_until = excluded.lease_until, released_at = NULL,
+        hwm_ms = GREATEST(l.hwm_ms, excluded.hwm_ms),
+        floor_ms = CASE WHEN l.token OPERATOR(pg_catalog.=) excluded.token THEN l.floor_ms ELSE l.hwm_ms END
+    WHERE l.token OPERATOR(pg_catalog.=) excluded.token
+       OR ((l.released_at IS NOT NULL
+            OR (l.lease_until OPERATOR(pg_catalog.<) pg_catalog.now() AND w OPERATOR(pg_catalog.=) $13
+                AND @extschema@.pg_idgen_registry_token_fp(l.token) OPERATOR(pg_catalog.=) $14
+                AND (pg_catalog.date_part('epoch', l.renewed_at) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 OPERATOR(pg_catalog.=) $15))
+           AND ($10
+                OR (l.system_identifier OPERATOR(pg_catalog.=) excluded.system_identifier AND l.node_name OPERATOR(pg_catalog.=) excluded.node_name)
+                OR COALESCE(l.released_at, l.lease_until) OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $11) OPERATOR(pg_catalog.<) pg_catalog.now()))
+    RETURNING (pg_catalog.date_part('epoch', l.since) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8 AS s, l.floor_ms AS f INTO r;
+    lease_worker_id := w;
+    IF FOUND THEN
+        granted := true;
+        since_ms := r.s;
+        floor_ms := r.f;
+        has_slots := EXISTS (SELECT FROM @extschema@.pg_idgen_segment_owners o
+                              WHERE o.owner OPERATOR(pg_catalog.=) w OR o.move_to OPERATOR(pg_catalog.=) w);
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    granted := false;
+    SELECT pg_catalog.format('node "%s" (host %s, port %s, system identifier %s) since %s, lease until %s%s',
+               l.node_name, l.host, l.port, l.system_identifier, l.since, l.lease_until,
+               CASE WHEN l.released_at IS NOT NULL THEN ', released at ' OPERATOR(pg_catalog.||) l.released_at::pg_catalog.text
+                    WHEN l.lease_until OPERATOR(pg_catalog.<) pg_catalog.now() THEN ', expired' ELSE '' END) AS t,
+           CASE WHEN l.released_at IS NULL THEN @extschema@.pg_idgen_registry_token_fp(l.token) END AS fp,
+           (pg_catalog.date_part('epoch', l.renewed_at) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 AS ru,
+           pg_catalog.ceil(pg_catalog.date_part('epoch', l.lease_until OPERATOR(pg_catalog.-) l.renewed_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8 AS ttl
+      INTO r FROM @extschema@.pg_idgen_leases l WHERE l.worker_id OPERATOR(pg_catalog.=) w;
+    IF FOUND THEN
+        holder := r.t;
+        holder_fp := r.fp;
+        holder_renewed_us := r.ru;
+        holder_ttl_ms := GREATEST(r.ttl, 0);
+    ELSE
+        holder := 'another node';
+        holder_ttl_ms := 0;
+    END IF;
+    RETURN NEXT;
+END
+$fn$;
+
+-- Releases the caller's lease of worker_id (clean shutdown): it ends now, by the registry's
+-- clock; hwm_ms becomes bound_ms if lower. Only under the token that holds it.
+CREATE FUNCTION pg_idgen_lease_release(worker_id int, token bigint, bound_ms bigint) RETURNS bool
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+BEGIN
+    PERFORM @extschema@.pg_idgen_registry_check($1);
+    IF $2 IS NULL OR $3 IS NULL THEN
+        RAISE EXCEPTION 'pg_idgen_lease_release: token and bound_ms must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    UPDATE @extschema@.pg_idgen_leases l SET released_at = pg_catalog.now(),
+           lease_until = LEAST(l.lease_until, pg_catalog.now()), hwm_ms = LEAST(l.hwm_ms, $3)
+     WHERE l.worker_id OPERATOR(pg_catalog.=) $1 AND l.token OPERATOR(pg_catalog.=) $2 AND l.released_at IS NULL;
+    RETURN FOUND;
+END
+$fn$;
+
+-- Internal: the caller's lease of worker id $1 is valid under token $2, by the registry's clock.
+CREATE FUNCTION pg_idgen_registry_holds(worker_id int, token bigint) RETURNS bool
+    LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $fn$
+SELECT EXISTS (SELECT FROM @extschema@.pg_idgen_leases l
+                WHERE l.worker_id OPERATOR(pg_catalog.=) $1 AND l.token OPERATOR(pg_catalog.=) $2
+                  AND l.released_at IS NULL AND l.lease_until OPERATOR(pg_catalog.>) pg_catalog.now())
+$fn$;
+
+-- The registry slots that name worker_id (as owner or as the target of a move), while the
+-- caller's lease of it is valid under token (none otherwise). owner_token is the caller's token
+-- where it is the owner's, else its fingerprint; owner_lease_ended: the owner's lease under the
+-- row's token has ended.
+CREATE FUNCTION pg_idgen_slot_rows(worker_id int, token bigint)
+    RETURNS TABLE (tag text, slot int, slots int, owner int, owner_token bigint, state text, move_to int,
+                   ceiling bigint, floor bigint, owner_lease_ended bool)
+    LANGUAGE plpgsql STABLE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+BEGIN
+    PERFORM @extschema@.pg_idgen_registry_check($1);
+    IF $2 IS NULL OR NOT @extschema@.pg_idgen_registry_holds($1, $2) THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT o.tag, o.slot, o.slots, o.owner,
+           CASE WHEN o.owner_token OPERATOR(pg_catalog.=) $2 THEN o.owner_token
+                ELSE @extschema@.pg_idgen_registry_token_fp(o.owner_token) END,
+           o.state, o.move_to, o.ceiling, o.floor,
+           NOT EXISTS (SELECT FROM @extschema@.pg_idgen_leases l
+                        WHERE l.worker_id OPERATOR(pg_catalog.=) o.owner AND l.token OPERATOR(pg_catalog.=) o.owner_token
+                          AND l.released_at IS NULL AND l.lease_until OPERATOR(pg_catalog.>=) pg_catalog.now())
+      FROM @extschema@.pg_idgen_segment_owners o
+     WHERE o.owner OPERATOR(pg_catalog.=) $1 OR o.move_to OPERATOR(pg_catalog.=) $1
+     ORDER BY o.tag, o.slot;
+END
+$fn$;
+
+-- Takes a slot for worker_id under token (floor = ceiling): its own row held under another
+-- token (an earlier start of the server), or a row moving to it once its owner released it or
+-- the owner's lease ended. (floor, ceiling) after; no row when refused.
+CREATE FUNCTION pg_idgen_slot_take(tag text, slot int, worker_id int, token bigint)
+    RETURNS TABLE (floor bigint, ceiling bigint)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+BEGIN
+    PERFORM @extschema@.pg_idgen_registry_check($3);
+    IF $1 IS NULL OR $2 IS NULL OR $4 IS NULL THEN
+        RAISE EXCEPTION 'pg_idgen_slot_take: tag, slot and token must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    RETURN QUERY
+    UPDATE @extschema@.pg_idgen_segment_owners o SET owner = $3, owner_token = $4, state = 'held', move_to = NULL,
+           floor = o.ceiling, changed_at = pg_catalog.now()
+     WHERE o.tag OPERATOR(pg_catalog.=) $1 AND o.slot OPERATOR(pg_catalog.=) $2
+       AND @extschema@.pg_idgen_registry_holds($3, $4)
+       AND ((o.owner OPERATOR(pg_catalog.=) $3 AND o.owner_token IS DISTINCT FROM $4 AND o.state OPERATOR(pg_catalog.=) 'held')
+         OR (o.move_to OPERATOR(pg_catalog.=) $3 AND (o.state OPERATOR(pg_catalog.=) 'released'
+             OR (o.owner OPERATOR(pg_catalog.=) $3 AND o.owner_token IS DISTINCT FROM $4)
+             OR NOT EXISTS (SELECT FROM @extschema@.pg_idgen_leases l
+                             WHERE l.worker_id OPERATOR(pg_catalog.=) o.owner AND l.token OPERATOR(pg_catalog.=) o.owner_token
+                               AND l.released_at IS NULL AND l.lease_until OPERATOR(pg_catalog.>=) pg_catalog.now()))))
+    RETURNING o.floor, o.ceiling;
+END
+$fn$;
+
+-- Raises the ceiling of a slot worker_id holds under token to at least want_ceiling (never lowers
+-- it). (floor, ceiling) after; no row when refused (not held so, or the lease ended).
+CREATE FUNCTION pg_idgen_slot_raise(tag text, slot int, worker_id int, token bigint, want_ceiling bigint)
+    RETURNS TABLE (floor bigint, ceiling bigint)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+BEGIN
+    PERFORM @extschema@.pg_idgen_registry_check($3);
+    IF $1 IS NULL OR $2 IS NULL OR $4 IS NULL OR $5 IS NULL THEN
+        RAISE EXCEPTION 'pg_idgen_slot_raise: tag, slot, token and ceiling must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    RETURN QUERY
+    UPDATE @extschema@.pg_idgen_segment_owners o SET ceiling = GREATEST(o.ceiling, $5), changed_at = pg_catalog.now()
+     WHERE o.tag OPERATOR(pg_catalog.=) $1 AND o.slot OPERATOR(pg_catalog.=) $2 AND o.owner OPERATOR(pg_catalog.=) $3
+       AND o.owner_token OPERATOR(pg_catalog.=) $4 AND o.state OPERATOR(pg_catalog.=) 'held'
+       AND @extschema@.pg_idgen_registry_holds($3, $4)
+    RETURNING o.floor, o.ceiling;
+END
+$fn$;
+
+-- Marks released a slot of worker_id that is moving away, once the caller (holding worker_id's
+-- lease under token) stopped serving it. seen_owner_token is the row's owner_token as
+-- pg_idgen_slot_rows showed it (the caller's token, or the fingerprint of an earlier start's).
+CREATE FUNCTION pg_idgen_slot_release(tag text, slot int, worker_id int, token bigint, seen_owner_token bigint)
+    RETURNS bool
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+BEGIN
+    PERFORM @extschema@.pg_idgen_registry_check($3);
+    IF $1 IS NULL OR $2 IS NULL OR $4 IS NULL THEN
+        RAISE EXCEPTION 'pg_idgen_slot_release: tag, slot and token must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    UPDATE @extschema@.pg_idgen_segment_owners o SET state = 'released', changed_at = pg_catalog.now()
+     WHERE o.tag OPERATOR(pg_catalog.=) $1 AND o.slot OPERATOR(pg_catalog.=) $2 AND o.owner OPERATOR(pg_catalog.=) $3
+       AND o.state OPERATOR(pg_catalog.=) 'moving' AND @extschema@.pg_idgen_registry_holds($3, $4)
+       AND (CASE WHEN o.owner_token OPERATOR(pg_catalog.=) $4 THEN o.owner_token
+                 ELSE @extschema@.pg_idgen_registry_token_fp(o.owner_token) END) IS NOT DISTINCT FROM $5;
+    RETURN FOUND;
+END
+$fn$;
+
+REVOKE ALL ON FUNCTION pg_idgen_registry_may(int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pg_idgen_registry_check(int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pg_idgen_registry_token_fp(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pg_idgen_registry_holds(int, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pg_idgen_lease_claim(int, int, int, text, text, text, int, bigint, float8, bool, float8, bigint, int, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pg_idgen_lease_release(int, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pg_idgen_slot_rows(int, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pg_idgen_slot_take(text, int, int, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pg_idgen_slot_raise(text, int, int, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pg_idgen_slot_release(text, int, int, bigint, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION pg_idgen_registry_may(int) IS 'internal: whether the session''s login role may act for a worker id in this registry';
+COMMENT ON FUNCTION pg_idgen_registry_check(int) IS 'internal: refuses (42501) a worker id the session''s login role may not act for';
+COMMENT ON FUNCTION pg_idgen_registry_token_fp(bigint) IS 'internal: the fingerprint of a lease token that nodes see instead of another holder''s token';
+COMMENT ON FUNCTION pg_idgen_registry_holds(int, bigint) IS 'internal: a worker id''s lease is valid under a token, by the registry''s clock';
+COMMENT ON FUNCTION pg_idgen_lease_claim(int, int, int, text, text, text, int, bigint, float8, bool, float8, bigint, int, bigint, bigint) IS 'registry, for the lease workers: claims or renews a worker id lease (or chooses one of lo..hi), for the worker ids the caller''s role may lease';
+COMMENT ON FUNCTION pg_idgen_lease_release(int, bigint, bigint) IS 'registry, for the lease workers: releases the caller''s lease of a worker id, under its token';
+COMMENT ON FUNCTION pg_idgen_slot_rows(int, bigint) IS 'registry, for the lease workers: the segment slots that name a worker id the caller holds under its token';
+COMMENT ON FUNCTION pg_idgen_slot_take(text, int, int, bigint) IS 'registry, for the lease workers: takes a slot for the caller''s worker id above its ceiling';
+COMMENT ON FUNCTION pg_idgen_slot_raise(text, int, int, bigint, bigint) IS 'registry, for the lease workers: raises the ceiling of a slot the caller holds';
+COMMENT ON FUNCTION pg_idgen_slot_release(text, int, int, bigint, bigint) IS 'registry, for the lease workers: marks released a slot moving away from the caller''s worker id';
