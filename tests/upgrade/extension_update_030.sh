@@ -54,15 +54,9 @@ check "before the update: the database still has $OLD_VERSION" "$(db "SELECT ext
 
 # ---------------------------------------------------------------- 3. mismatch: clear errors, no crash
 started=$(q "$C" "SELECT pg_postmaster_start_time()")
-mismatch() {   # DESC SQL: fails with the version mismatch, its hint
-    local out
-    if out=$(db '\set VERBOSITY verbose' "$2" 2>&1); then ko "$1: it worked ($out)"; return; fi
-    check_match "$1" "$out" "ERROR: +55000: pg_idgen $OLD_VERSION is installed in this database, but the loaded library is $NEW_VERSION"
-    check_match "$1: the hint" "$out" "HINT: +Run ALTER EXTENSION pg_idgen UPDATE"
-}
-mismatch "before the update: snowflake_next() with the worker id in the table" "SELECT snowflake_next()"
-mismatch "before the update: segment_next()" "SELECT segment_next('inv')"
-mismatch "before the update: uid_mask() with a key" "SELECT uid_mask(1, 'public')"
+check_version_mismatch "$C" app "before the update: snowflake_next() with the worker id in the table" "SELECT snowflake_next()"
+check_version_mismatch "$C" app "before the update: segment_next()" "SELECT segment_next('inv')"
+check_version_mismatch "$C" app "before the update: uid_mask() with a key" "SELECT uid_mask(1, 'public')"
 check "before the update: the server did not restart (no crash)" "$(q "$C" "SELECT pg_postmaster_start_time()")" == "$started"
 check "before the update: no backend terminated by a signal" \
     "$(grep -c 'terminated by signal' "$("$CLUSTER" pgdata "$C")/log/postgresql.log" || true)" -eq 0

@@ -197,6 +197,15 @@ released_for() {
     build_tagged "$1" "$3" "$4"
     ok "$2 built from $1 for PostgreSQL $4"
 }
+# check_version_mismatch C DB DESC SQL: before the update, SQL fails with the version mismatch
+# (55000: the old version installed, the new library loaded) and the ALTER EXTENSION hint
+check_version_mismatch() {
+    local c=$1 d=$2 desc=$3 sql=$4 out
+    if out=$(qdb "$c" "$d" '\set VERBOSITY verbose' "$sql" 2>&1); then ko "$desc: it worked ($out)"; return; fi
+    check_match "$desc" "$out" "ERROR: +55000: pg_idgen $OLD_VERSION is installed in this database, but the loaded library is $NEW_VERSION"
+    check_match "$desc: the hint" "$out" "HINT: +Run ALTER EXTENSION pg_idgen UPDATE"
+}
+
 install_old() { cp -r --remove-destination "$RELEASED_TREE/." /; }
 restore_new() {
     rm -f "$RELEASED_EXTDIR/pg_idgen--$OLD_VERSION.sql"
