@@ -55,6 +55,9 @@ pub static LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(30);
 pub static LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(5);
 pub static LEASE_RETIRE: GucSetting<i32> = GucSetting::<i32>::new(604_800);
 pub static WARN_HORIZON: GucSetting<i32> = GucSetting::<i32>::new(31_536_000);
+/// The database whose backends serve this node's registry-owned segment slots (unset: the first
+/// database to use them after a start).
+pub static REGISTRY_DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static MONITOR_DATABASE: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"postgres"));
 pub static MONITOR_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(86_400);
@@ -458,6 +461,14 @@ fn define_monitor_settings() {
         i32::MAX,
         GucContext::Sighup,
         GucFlags::UNIT_S,
+    );
+    GucRegistry::define_string_guc(
+        c"pg_idgen.registry_database",
+        c"Database whose backends serve this node's registry-owned segment slots ('' = the first to use them after a start).",
+        c"Other databases of the node get 55000 for a registry-owned tag. Set it on every node that has such tags, so that no database another role created (a clone of a template with the tag) can take the node's slots first.",
+        &REGISTRY_DATABASE,
+        GucContext::Sighup,
+        GucFlags::default(),
     );
     GucRegistry::define_string_guc(
         c"pg_idgen.monitor_database",

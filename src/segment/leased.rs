@@ -51,7 +51,12 @@ fn held_here(tag: &str, cfg: &TagConfig) -> Vec<HeldSlot> {
         Err(NotHeld::OtherDatabase(db)) => raise(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("the registry slots of segment tag \"{tag}\" are served by another database of this node (OID {})", u32::from(db)),
-            Some("A registry-owned tag is served by one database per node."),
+            Some("A registry-owned tag is served by one database per node: name it in pg_idgen.registry_database and reload."),
+        ),
+        Err(NotHeld::NotTheRegistryDatabase(name)) => raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("the registry slots of segment tag \"{tag}\" are served by database \"{name}\" on this node (pg_idgen.registry_database)"),
+            Some("Call segment_next() for registry-owned tags in that database, or change pg_idgen.registry_database and reload."),
         ),
     };
     if let Some(other) = held.iter().find(|s| s.slots != cfg.slots) {

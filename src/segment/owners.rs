@@ -132,14 +132,44 @@ pub(crate) struct HeldSlot {
 pub(crate) enum NotHeld {
     /// Another database of this node serves this tag's slot.
     OtherDatabase(pg_sys::Oid),
+    /// `pg_idgen.registry_database` names another database.
+    NotTheRegistryDatabase(String),
+}
+
+/// Whether this backend's database is the one `pg_idgen.registry_database` names: Some(Ok) if it
+/// is, Some(Err(the name)) if another, None when the setting is empty (then the first database
+/// to use a slot after a start binds it).
+/// A catalog lookup: never called with the slots' lock held.
+fn registry_database_is_this() -> Option<Result<(), String>> {
+    let want = crate::gucs::REGISTRY_DATABASE.get()?;
+    let want = want.to_string_lossy().into_owned();
+    if want.is_empty() {
+        return None;
+    }
+    // SAFETY: MyDatabaseId is this backend's database; get_database_name returns a palloc'd copy
+    // of its name (or NULL if it no longer exists), read here at once.
+    let here = unsafe {
+        let p = pg_sys::get_database_name(pg_sys::MyDatabaseId);
+        (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+    };
+    Some(if here.as_deref() == Some(want.as_str()) { Ok(()) } else { Err(want) })
 }
 
 /// The slots of `tag` this node holds, bound to this database (binds the unbound ones). A slot
 /// bound to a database that no longer exists (dropped, then restored under another OID) is
 /// bound again, and continues at its ceiling (its floor is raised to it): whatever the old
 /// database handed out lies below.
+///
+/// With `pg_idgen.registry_database` set, only that database serves the node's slots: any other
+/// gets NotTheRegistryDatabase, and that database takes a slot bound to another one as if that
+/// one were gone (so a superuser's setting wins at the next reload, whoever used the slots first).
 pub(crate) fn held(tag: &str) -> Result<Vec<HeldSlot>, NotHeld> {
     let Some(h) = header() else { return Ok(Vec::new()) };
+    let configured = match registry_database_is_this() {
+        Some(Err(name)) => return Err(NotHeld::NotTheRegistryDatabase(name)),
+        Some(Ok(())) => true,
+        None => false,
+    };
     // SAFETY: MyDatabaseId is this backend's database.
     let db = unsafe { pg_sys::MyDatabaseId };
     let mut rebind = Vec::new();
@@ -154,7 +184,7 @@ pub(crate) fn held(tag: &str) -> Result<Vec<HeldSlot>, NotHeld> {
         }
     }
     for other in rebind.iter().copied().filter(|&o| o != pg_sys::InvalidOid) {
-        if database_exists(other) {
+        if !configured && database_exists(other) {
             return Err(NotHeld::OtherDatabase(other));
         }
     }
@@ -172,7 +202,7 @@ pub(crate) fn held(tag: &str) -> Result<Vec<HeldSlot>, NotHeld> {
                 }
                 if e.dbid != pg_sys::InvalidOid {
                     if rebind.contains(&e.dbid) {
-                        // checked above: that database is gone
+                        // checked above: that database is gone, or not the configured one
                         e.floor = e.ceiling;
                         hp.next_epoch += 1;
                         e.epoch = hp.next_epoch;

@@ -20,6 +20,10 @@
 #  4. After two more rounds of each node: N1 still serves slot 0 and N2 slot 1; none of N1's
 #     values is handed out again by N2 (0 duplicates among N1's 20 and N2's 40); failures = 0 on
 #     both nodes.
+#  5. A CREATEDB role's own database with the tag uses N1's slots first after a restart and shuts
+#     N1's database out (pg_idgen.registry_database unset); with the setting naming N1's database
+#     and a reload, that database serves them again, above every value the other handed out, and
+#     the other gets 55000.
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
@@ -153,4 +157,31 @@ check "4: N2 handed out 40 values" "$(grep -cE '^[0-9]+$' "$TMP/n2.vals")" -eq 4
 check "4: duplicates among N1's 20 and N2's 40 values" "$(sort "$TMP/n1.vals" "$TMP/n2.vals" | uniq -d | wc -l)" -eq 0
 check "4: failures on N1" "$(lease "$N1" failures)" -eq 0
 check "4: failures on N2" "$(lease "$N2" failures)" -eq 0
+# ---- 5. which database serves the node's slots ----
+# A role with CREATEDB makes a database of its own with the tag; after a restart it uses the
+# slots first and binds them (pg_idgen.registry_database unset): the node's own database is shut
+# out. With the setting naming the node's database and a reload, that database serves the slots
+# again (continuing above everything the other handed out) and the other gets 55000.
+q "$N1" "CREATE ROLE mallory LOGIN CREATEDB" >/dev/null
+"$CLUSTER" psql "$N1" -U mallory -d postgres -c "CREATE DATABASE mallorydb" >/dev/null
+qdb "$N1" mallorydb "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
+    "SELECT segment_create('o', 10, slots => 2, registry => true)" "GRANT USAGE ON SCHEMA public TO mallory" >/dev/null
+"$CLUSTER" restart "$N1" "${L[@]}" -c pg_idgen.worker_id=1 -c pg_idgen.node_name=n1 -c "pg_idgen.registry=$(reg_of idgen_node1)" >/dev/null 2>&1
+wait_for "5: N1 holds worker id 1 again after its restart" state_is "$N1" held
+wait_for "5: N1 holds slot 0 again" owned_is "$N1" "{0}"
+"$CLUSTER" psql "$N1" -U mallory -d mallorydb -At -c "SELECT segment_next('o') FROM generate_series(1, 5)" >"$TMP/m.vals" 2>&1 || true
+check "5: unset, mallory's database used the slots first (5 values)" "$(grep -cE '^[0-9]+$' "$TMP/m.vals")" -eq 5
+expect_sql_error "$N1" 55000 'served by another database of this node' "SELECT segment_next('o')"
+check_match "5: its hint names the setting" "$LAST_ERR" "pg_idgen.registry_database"
+q "$N1" "ALTER SYSTEM SET pg_idgen.registry_database = 'postgres'" "SELECT pg_reload_conf()" >/dev/null
+setting_is() { [ "$(q "$1" "SHOW pg_idgen.registry_database")" = "$2" ]; }
+wait_for "5: the setting reloaded" setting_is "$N1" postgres
+q "$N1" "SELECT segment_next('o') FROM generate_series(1, 10)" >"$TMP/n1b.vals" 2>&1 || true
+check "5: set, the node's database serves the slots again (10 values)" "$(grep -cE '^[0-9]+$' "$TMP/n1b.vals")" -eq 10
+check "5: every one above every value mallory's database handed out" \
+    "$(( $(sort -n "$TMP/n1b.vals" | head -1) > $(sort -n "$TMP/m.vals" | tail -1) ))" -eq 1
+check "5: no value twice across the node's and mallory's databases and before" \
+    "$(sort "$TMP/n1.vals" "$TMP/m.vals" "$TMP/n1b.vals" "$TMP/n2.vals" | uniq -d | wc -l)" -eq 0
+out=$("$CLUSTER" psql "$N1" -U mallory -d mallorydb -At -c '\set VERBOSITY verbose' -c "SELECT segment_next('o') FROM generate_series(1, 50)" 2>&1 || true)
+check_match "5: mallory's database gets 55000 naming the setting" "$out" "55000: the registry slots of segment tag \"o\" are served by database \"postgres\" on this node"
 finish
