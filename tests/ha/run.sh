@@ -213,7 +213,7 @@ assert_phase() {
     "$HA" psql --name "$g" -At -c "COPY (SELECT id, seg FROM ha_ids) TO STDOUT" > "$OUT/final.tsv"
     [ -z "${HA_KEEP:-}" ] || { mkdir -p "$HA_KEEP"; cp -r "$OUT" "$HA_KEEP/"; }
     r=$("$VENV/bin/python" "$ROOT/tests/ha/check.py" "$OUT" "$OUT/final.tsv" 2>"$OUT/summary") || { cat "$OUT/summary"; ko "check.py failed: $r"; return; }
-    sed "s/^/[$TEST_NAME] $phase: /" "$OUT/summary"
+    sed "s|^|[$TEST_NAME] $phase: |" "$OUT/summary"
     get() { sed -n "s/^$1=//p" <<<"$r"; }
     log "$phase: $(get values) values recorded ($(get inserted) inserted, $(get selected) selected), $(get faults) faults, client errors $(get client_errors) ($(get error_codes)), pg_rewind runs $REWINDS, acknowledged inserts missing $(get acked_missing), segment values twice $(get segment_twice)"
     check "$phase: values recorded" "$(get values)" -gt 1000
@@ -314,5 +314,5 @@ if [[ " $PHASES " == *" lease "* ]]; then
     create_table "$G"
     run_faults "$G" lease async 1
 fi
-log "figures:"; printf '%s' "$FIGURES" | sed "s/^/[$TEST_NAME]   /"
+log "figures:"; printf '%s' "$FIGURES" | sed "s|^|[$TEST_NAME]   |"
 finish

@@ -41,7 +41,7 @@ t0=$(date +%s.%N)
 "$FLEET" start --name "$F" --nodes 3 --base-port "$BASE" >"$TMP/fleet.out" 2>&1 \
     || { cat "$TMP/fleet.out"; exit 1; }
 log "fleet up in $(secs "$t0") s: $(grep -c running "$TMP/fleet.out") instances running (ports $BASE-$((BASE + 3)))"
-grep -E '^(agg|node)' "$TMP/fleet.out" | sed "s/^/[$TEST_NAME]   /" || true
+grep -E '^(agg|node)' "$TMP/fleet.out" | sed "s|^|[$TEST_NAME]   |" || true
 
 for k in "${SHARDS[@]}"; do
     check "shard $k: SHOW pg_idgen.worker_id" "$(q "$(S "$k")" "SHOW pg_idgen.worker_id")" -eq "$k"
@@ -353,7 +353,7 @@ TOTAL=$((3 * (EXP_O + WIN + NL)))
 parts=$(qdb "$AGG" fanp "SELECT string_agg(coalesce(c, 0)::text, ' ' ORDER BY r) FROM generate_series(0, 7) r
           LEFT JOIN (SELECT tableoid::regclass::text AS p, count(*) AS c FROM orders GROUP BY 1) x ON x.p = 'orders_p' || r")
 within_50 "C: aggregator all rows over the 8 hash partitions" "$parts" $TOTAL
-q "$AGG" "SELECT 'C: sequence field of the low-rate ids: ' || count(DISTINCT u.sequence) || ' distinct values, ' || min(u.sequence) || ' .. ' || max(u.sequence) || ', ' || count(*) FILTER (WHERE u.sequence = 0) || ' of ' || count(*) || ' are 0' FROM orders o, LATERAL uid_decode(o.id) u WHERE phase = 'low'" | sed "s/^/[$TEST_NAME] /"
+q "$AGG" "SELECT 'C: sequence field of the low-rate ids: ' || count(DISTINCT u.sequence) || ' distinct values, ' || min(u.sequence) || ' .. ' || max(u.sequence) || ', ' || count(*) FILTER (WHERE u.sequence = 0) || ' of ' || count(*) || ' are 0' FROM orders o, LATERAL uid_decode(o.id) u WHERE phase = 'low'" | sed "s|^|[$TEST_NAME] |"
 
 # ======================= totals and errors =======================
 for db in postgres fanp; do
@@ -377,9 +377,9 @@ for c in "$AGG" "$(S 1)" "$(S 2)" "$(S 3)"; do
     check "end: $c: log lines with ERROR / duplicate key / conflict" "$errs" -eq 0
     [ "$errs" = 0 ] || grep -iE 'duplicate key|conflict|ERROR:|PANIC' "$lf" | head -5 | sed "s/^/    /"
 done
-q "$AGG" "SELECT 'end: subscriptions (postgres): ' || string_agg(subname || ' received_lsn=' || received_lsn, ', ' ORDER BY subname) FROM pg_stat_subscription WHERE relid IS NULL" | sed "s/^/[$TEST_NAME] /"
+q "$AGG" "SELECT 'end: subscriptions (postgres): ' || string_agg(subname || ' received_lsn=' || received_lsn, ', ' ORDER BY subname) FROM pg_stat_subscription WHERE relid IS NULL" | sed "s|^|[$TEST_NAME] |"
 for k in "${SHARDS[@]}"; do
-    q "$(S "$k")" "SELECT 'end: shard $k: ids_issued=' || ids_issued || ' exhaustions=' || exhaustions || ' waits=' || waits || ' steps_back=' || steps_back FROM snowflake_stats() WHERE worker_id = $k" | sed "s/^/[$TEST_NAME] /"
+    q "$(S "$k")" "SELECT 'end: shard $k: ids_issued=' || ids_issued || ' exhaustions=' || exhaustions || ' waits=' || waits || ' steps_back=' || steps_back FROM snowflake_stats() WHERE worker_id = $k" | sed "s|^|[$TEST_NAME] |"
 done
 
 "$FLEET" stop --name "$F" >/dev/null 2>&1

@@ -46,7 +46,7 @@ check "A: ids not decoding to worker 1" "$nw" -eq 0
 # how much the clients' id ranges interleaved (informational: depends on scheduling)
 inter=$(q "$C" "SELECT count(*) FROM (SELECT client, lag(client) OVER (ORDER BY id) AS pc FROM ids) s WHERE pc IS NOT NULL AND pc <> client")
 log "A: client changes along the id order: $inter (0 would mean the clients ran one after another)"
-q "$C" "SELECT 'A: stats: ids_issued=' || ids_issued || ' exhaustions=' || exhaustions || ' waits=' || waits || ' steps_back=' || steps_back FROM snowflake_stats() WHERE worker_id = 1" | sed "s/^/[$TEST_NAME] /"
+q "$C" "SELECT 'A: stats: ids_issued=' || ids_issued || ' exhaustions=' || exhaustions || ' waits=' || waits || ' steps_back=' || steps_back FROM snowflake_stats() WHERE worker_id = 1" | sed "s|^|[$TEST_NAME] |"
 
 # ---- B: two databases with their own worker id ----
 M=100000
@@ -77,6 +77,6 @@ for w in 2 3; do
 done
 bad=$(q "$C" "SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY db, client ORDER BY g) AS prev FROM ids) s WHERE prev IS NOT NULL AND NOT id > prev")
 check "B: ids not increasing within a client's call order" "$bad" -eq 0
-q "$C" "SELECT 'B: stats: worker ' || worker_id || ' ids_issued=' || ids_issued || ' exhaustions=' || exhaustions || ' waits=' || waits FROM snowflake_stats() ORDER BY worker_id" | sed "s/^/[$TEST_NAME] /"
+q "$C" "SELECT 'B: stats: worker ' || worker_id || ' ids_issued=' || ids_issued || ' exhaustions=' || exhaustions || ' waits=' || waits FROM snowflake_stats() ORDER BY worker_id" | sed "s|^|[$TEST_NAME] |"
 
 finish

@@ -184,6 +184,6 @@ check "D: per database: ids decoding to its worker id" \
     == "s11:$N/$N s12:$N/$N s13:$N/$N s14:$N/$N"
 bad=$(qdb "$C1" a "SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY db ORDER BY g) AS prev FROM shard_ids) s WHERE prev IS NOT NULL AND NOT id > prev")
 check "D: ids not increasing within a database's call order" "$bad" -eq 0
-qdb "$C1" a "SELECT 'D: stats: worker ' || worker_id || ' ids_issued=' || ids_issued || ' exhaustions=' || exhaustions || ' waits=' || waits FROM snowflake_stats() ORDER BY worker_id" | sed "s/^/[$TEST_NAME] /"
+qdb "$C1" a "SELECT 'D: stats: worker ' || worker_id || ' ids_issued=' || ids_issued || ' exhaustions=' || exhaustions || ' waits=' || waits FROM snowflake_stats() ORDER BY worker_id" | sed "s|^|[$TEST_NAME] |"
 
 finish
