@@ -39,8 +39,10 @@ cluster_start "$C" 28957 "${OPTS[@]}"
 q "$C" "CREATE DATABASE app" >/dev/null
 make_app_state "$C"
 hostile_before_update "$C" app
-check_match "0.4.0 in mallory's database: the audit finds 0.4.0's hole (pg_idgen_metrics bound the planted /)" \
-    "$("$CLUSTER" psql "$C" -d hostile -At -f "$SECURITY_DIR/audit.sql" 2>&1)" "view (public\.)?pg_idgen_metrics binds operator (public\.)?/\(double precision,integer\)"
+if hostile_update_here; then
+    check_match "0.4.0 in mallory's database: the audit finds 0.4.0's hole (pg_idgen_metrics bound the planted /)" \
+        "$("$CLUSTER" psql "$C" -d hostile -At -f "$SECURITY_DIR/audit.sql" 2>&1)" "view (public\.)?pg_idgen_metrics binds operator (public\.)?/\(double precision,integer\)"
+fi
 db "SELECT keyed_create('chat', step => 1000)" \
    "SELECT keyed_next('chat', k) FROM generate_series(1, 5) k, generate_series(1, 3) r" \
    "SELECT segment_create('slotted', step => 10, slots => 4, owned => ARRAY[1, 3])" \
