@@ -52,14 +52,11 @@ hostile_db() {
         bound=$("$CLUSTER" psql "$c" -d "$namesdb" -At -f "$SECURITY_DIR/bound_names.sql" | grep -v '^CREATE VIEW$' | grep -v '^SET$')
         funcs="$funcs $(sed -n 1p <<<"$bound")" ops="$ops $(sed -n 2p <<<"$bound")"
     fi
-    # the operator grid (two thirds of the shadows) only where asked: an update test plants the
-    # exact shadow of every coerced operator call (nonexact.py) and the function grid
-    [ "${HOSTILE_OP_GRID:-on}" = on ] || ops=""
     local sch exact out
     for sch in $schemas; do
         exact=off; [ "$sch" = public ] || exact=on
         out=$("$CLUSTER" psql "$c" -U "$owner" -d "$db" -At -v funcs="$funcs" -v ops="$ops" \
-                -v schema="$sch" -v exact="$exact" -v owner="$owner" -f "$SECURITY_DIR/plant.sql" 2>&1) \
+                -v schema="$sch" -v exact="$exact" -v owner="$owner" -v opgrid="${HOSTILE_OP_GRID:-full}" -f "$SECURITY_DIR/plant.sql" 2>&1) \
             || { ko "planting shadows in $db.$sch failed: $out"; return 1; }
         log "$db: $(grep -o 'planted [0-9]* shadows in schema .*' <<<"$out")"
     done
@@ -125,9 +122,10 @@ check_hostile_calls() {
 # The hostile database of an update test: made (and the released version installed there by a
 # superuser) while the old library is installed, updated and checked after the update of app. The
 # update scripts' SQL is the same on every major, so these run on the oldest and the newest
-# supported major (HOSTILE_UPDATE_MAJORS) and plant in public only, without the operator grid (the
-# fresh-install test plants both, and a schema before pg_catalog, on every major; an update test
-# plants an exact shadow of every operator call the catalog shows coerced, old version and new).
+# supported major (HOSTILE_UPDATE_MAJORS) and plant in public only, with the operator grid over the
+# numeric and string types (the fresh-install test plants the whole grid, and a schema before
+# pg_catalog, on every major; every test plants an exact shadow of every call the catalog shows
+# coerced, old version and new).
 #   hostile_sites_of_new C PORT        (above) before the old version is installed
 #   hostile_before_update C OLDDB      hostile_db C hostile mallory OLDDB, then CREATE EXTENSION
 #                                      (the old version); the shadow calls of the old install
@@ -139,7 +137,7 @@ hostile_update_here() { [[ " $HOSTILE_UPDATE_MAJORS " == *" ${MAJOR:-$PG} "* ]];
 hostile_before_update() {
     local c=$1 olddb=$2
     hostile_update_here || { log "SKIP: the hostile update (run on $HOSTILE_UPDATE_MAJORS)"; return 0; }
-    HOSTILE_OP_GRID=off hostile_db "$c" hostile mallory "$olddb" public
+    HOSTILE_OP_GRID=small hostile_db "$c" hostile mallory "$olddb" public
     qdb "$c" hostile "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen SCHEMA public" >/dev/null
     hostile_forget "$c" hostile
 }

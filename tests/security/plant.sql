@@ -1,7 +1,8 @@
 -- tests/security/plant.sql — what a hostile owner of the extension's schema plants before a
 -- superuser installs, updates or uses pg_idgen. Run as that role (psql variables: funcs and ops,
 -- the names from shadow_names.py and bound_names.sql; schema, where to plant; exact, 'on' to
--- shadow pg_catalog's exact signatures too, for a schema a victim puts before pg_catalog).
+-- shadow pg_catalog's exact signatures too, for a schema a victim puts before pg_catalog;
+-- opgrid, 'full' or 'small': the operand types of the operator shadows).
 --
 -- For every name PostgreSQL knows (pg_catalog's functions, aggregates and operators of that name)
 -- it creates shadows whose argument types are a better match than pg_catalog's for some call: each
@@ -14,7 +15,8 @@ SET search_path = pg_catalog, pg_temp;   -- the planter itself never meets its o
 SELECT pg_catalog.set_config('hostile.funcs', :'funcs', false),
        pg_catalog.set_config('hostile.ops', :'ops', false),
        pg_catalog.set_config('hostile.schema', :'schema', false),
-       pg_catalog.set_config('hostile.exact', :'exact', false) \gset
+       pg_catalog.set_config('hostile.exact', :'exact', false),
+       pg_catalog.set_config('hostile.opgrid', :'opgrid', false) \gset
 CREATE TABLE IF NOT EXISTS public.hostile_calls (what text, by_user name DEFAULT current_user, at timestamptz DEFAULT pg_catalog.clock_timestamp());
 GRANT INSERT, SELECT ON public.hostile_calls TO PUBLIC;
 SELECT pg_catalog.format($f$CREATE OR REPLACE FUNCTION public.hostile_hit(what text) RETURNS void LANGUAGE plpgsql AS $b$
@@ -32,6 +34,14 @@ DECLARE
   grid regtype[] := ARRAY['bool', '"char"', 'name', 'int2', 'int4', 'int8', 'oid', 'float4', 'float8',
                           'numeric', 'text', 'varchar', 'bpchar', 'bytea', 'regclass', 'regtype', 'timestamptz',
                           'timestamp', 'date', 'interval', 'jsonb', 'uuid', 'int4[]', 'int8[]', 'text[]']::regtype[];
+  -- the operator grid: the whole grid, or (small) the numeric and string types, where coercions
+  -- between operands are most common
+  opgrid regtype[] := CASE pg_catalog.current_setting('hostile.opgrid')
+                        WHEN 'small' THEN ARRAY['int2', 'int4', 'int8', 'float4', 'float8', 'numeric', 'text',
+                                                'varchar', 'name', 'bpchar']::regtype[]
+                        ELSE ARRAY['bool', '"char"', 'name', 'int2', 'int4', 'int8', 'oid', 'float4', 'float8',
+                          'numeric', 'text', 'varchar', 'bpchar', 'bytea', 'regclass', 'regtype', 'timestamptz',
+                          'timestamp', 'date', 'interval', 'jsonb', 'uuid', 'int4[]', 'int8[]', 'text[]']::regtype[] END;
   pseudo regtype[] := ARRAY['anyelement', 'anynonarray', 'anycompatible', 'anycompatiblenonarray', '"any"']::regtype[];
   pseudo_array regtype[] := ARRAY['anyarray', 'anycompatiblearray']::regtype[];
   fname text; opname text; p record; i int; k int; t regtype; l regtype; r regtype;
@@ -127,8 +137,8 @@ BEGIN
   -- prefix form for each type of the grid where pg_catalog has a prefix operator of that name
   FOREACH opname IN ARRAY pg_catalog.string_to_array(pg_catalog.current_setting('hostile.ops'), ' ') LOOP
     CONTINUE WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_operator o WHERE o.oprname = opname AND o.oprnamespace = 'pg_catalog'::regnamespace);
-    FOREACH l IN ARRAY grid || ARRAY[NULL::regtype] LOOP
-      FOREACH r IN ARRAY grid LOOP
+    FOREACH l IN ARRAY opgrid || ARRAY[NULL::regtype] LOOP
+      FOREACH r IN ARRAY opgrid LOOP
         CONTINUE WHEN l IS NULL AND NOT EXISTS (SELECT FROM pg_catalog.pg_operator o WHERE o.oprname = opname AND o.oprkind = 'l');
         CONTINUE WHEN l IS NOT NULL AND NOT EXISTS (SELECT FROM pg_catalog.pg_operator o WHERE o.oprname = opname AND o.oprkind = 'b');
         CONTINUE WHEN NOT exact AND EXISTS (SELECT FROM pg_catalog.pg_operator o WHERE o.oprname = opname
