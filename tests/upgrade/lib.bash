@@ -206,6 +206,36 @@ check_version_mismatch() {
     check_match "$desc: the hint" "$out" "HINT: +Run ALTER EXTENSION pg_idgen UPDATE"
 }
 
+# The steps every update test from 0.3.0 on takes, on database app of cluster C:
+#   switch_to_new_library C OPTS...  the new library over the old one and the server restarted;
+#                                    app still at OLD_VERSION; STARTED (the postmaster's start time)
+#   check_no_crash C DESC            the server did not restart since STARTED, no backend ended by
+#                                    a signal
+#   update_app C                     ALTER EXTENSION pg_idgen UPDATE in app (the test ends if it
+#                                    fails): the new version, the objects of a fresh install, and
+#                                    the hostile database's update (tests/security/lib.bash)
+switch_to_new_library() {
+    local c=$1; shift
+    restore_new
+    "$CLUSTER" restart "$c" "$@" >/dev/null 2>&1
+    check "before the update: the database still has $OLD_VERSION" \
+        "$(qdb "$c" app "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$OLD_VERSION"
+    STARTED=$(q "$c" "SELECT pg_postmaster_start_time()")
+}
+check_no_crash() {
+    local c=$1 desc=$2
+    check "$desc: the server did not restart (no crash)" "$(q "$c" "SELECT pg_postmaster_start_time()")" == "$STARTED"
+    check "$desc: no backend terminated by a signal" \
+        "$(grep -c 'terminated by signal' "$("$CLUSTER" pgdata "$c")/log/postgresql.log" || true)" -eq 0
+}
+update_app() {
+    local c=$1 out
+    if out=$(qdb "$c" app "ALTER EXTENSION pg_idgen UPDATE" 2>&1); then ok "ALTER EXTENSION pg_idgen UPDATE in app"; else ko "ALTER EXTENSION pg_idgen UPDATE: $out"; finish; fi
+    check "after the update: version" "$(qdb "$c" app "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION"
+    check_like_fresh "$c" app "updated database has exactly the objects of a fresh $NEW_VERSION install"
+    hostile_after_update "$c" "after the update from $OLD_VERSION"
+}
+
 install_old() { cp -r --remove-destination "$RELEASED_TREE/." /; }
 restore_new() {
     rm -f "$RELEASED_EXTDIR/pg_idgen--$OLD_VERSION.sql"
