@@ -20,6 +20,21 @@ CREATE TABLE pg_idgen_keyed_spaces (
 COMMENT ON TABLE pg_idgen_keyed_spaces IS 'pg_idgen keyed sequence spaces: one row per space, its durable bound in its own sequence (seq)';
 SELECT pg_catalog.pg_extension_config_dump('pg_idgen_keyed_spaces', '');
 REVOKE ALL ON pg_idgen_keyed_spaces FROM PUBLIC;
+-- The durable bounds per bucket of sections (section s uses bucket s mod 1024): every value
+-- handed out for a key of such a section is at most its row's bound. keyed_create inserts the
+-- 1,024 rows of a space; keyed_next raises a bound in place (not undone by ROLLBACK, WAL-logged,
+-- flushed and confirmed by synchronous standbys before a value above the old bound is handed
+-- out: src/keyed/bounds.rs). bound is the first column: the in-place write finds it at the start
+-- of the row's data. Dumped with the database; never to be updated by hand while in use.
+CREATE TABLE pg_idgen_keyed_bounds (
+    bound  bigint NOT NULL,
+    space  text NOT NULL,
+    bucket int NOT NULL CHECK (bucket BETWEEN 0 AND 1023),
+    PRIMARY KEY (space, bucket)
+);
+COMMENT ON TABLE pg_idgen_keyed_bounds IS 'pg_idgen keyed sequence spaces: the durable bound of each bucket of sections (section mod 1024), raised in place a step at a time';
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_keyed_bounds', '');
+REVOKE ALL ON pg_idgen_keyed_bounds FROM PUBLIC;
 -- pg_dump writes no OWNED BY for a sequence of an extension member table: the link is made
 -- again when the rows are restored (and by keyed_create's insert).
 CREATE FUNCTION pg_idgen_keyed_link() RETURNS trigger

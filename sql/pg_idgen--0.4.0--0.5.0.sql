@@ -94,3 +94,21 @@ FROM (
     FROM @extschema@.segment_status g
 ) m
 WHERE m.value IS NOT NULL;
+
+-- ---------------------------------------------------------------------------------------------
+-- Keyed sequences: durable bounds per bucket of sections (section mod 1024) instead of one per
+-- space. Each existing space gets its 1,024 rows at its 0.4.0 bound (the value its backing
+-- sequence returned last; nothing handed out if never called), so every key continues above
+-- every value handed out before the update.
+CREATE TABLE pg_idgen_keyed_bounds (
+    bound  bigint NOT NULL,
+    space  text NOT NULL,
+    bucket int NOT NULL CHECK (bucket BETWEEN 0 AND 1023),
+    PRIMARY KEY (space, bucket)
+);
+COMMENT ON TABLE pg_idgen_keyed_bounds IS 'pg_idgen keyed sequence spaces: the durable bound of each bucket of sections (section mod 1024), raised in place a step at a time';
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_keyed_bounds', '');
+REVOKE ALL ON pg_idgen_keyed_bounds FROM PUBLIC;
+INSERT INTO @extschema@.pg_idgen_keyed_bounds (bound, space, bucket)
+SELECT COALESCE(pg_catalog.pg_sequence_last_value(s.seq), 0), s.space, g
+FROM @extschema@.pg_idgen_keyed_spaces s, pg_catalog.generate_series(0, 1023) g;

@@ -98,6 +98,16 @@ fn keyed_create(
         &[space.into(), seqname.as_str().into(), (step as i32).into(), (section_size as i32).into()],
     )
     .unwrap_or_else(|e| spi_failed("record the keyed space", e));
+    // Nothing handed out yet: every bucket's durable bound is 0 (values start at 1).
+    Spi::run_with_args(
+        &format!(
+            "INSERT INTO {schema}.pg_idgen_keyed_bounds (bound, space, bucket) \
+             SELECT 0, $1, g FROM pg_catalog.generate_series(0, {}) g",
+            pg_idgen_core::keyed::BUCKETS - 1
+        ),
+        &[space.into()],
+    )
+    .unwrap_or_else(|e| spi_failed("record the keyed space's bounds", e));
     let db = my_db();
     release(db, space);
     let s = space.to_string();
@@ -115,6 +125,11 @@ fn keyed_drop(space: Option<&str>) {
         .map(|seqs| seqs.first().copied())
         .unwrap_or_else(|e| spi_failed("delete the keyed space", e));
     let Some(seq) = seq else { unknown_space(space) };
+    Spi::run_with_args(
+        &format!("DELETE FROM {schema}.pg_idgen_keyed_bounds WHERE space OPERATOR(pg_catalog.=) $1"),
+        &[space.into()],
+    )
+    .unwrap_or_else(|e| spi_failed("delete the keyed space's bounds", e));
     if let Some(name) = qualified_relation_name(seq) {
         Spi::run(&format!("DROP SEQUENCE {name}"))
             .unwrap_or_else(|e| spi_failed("drop the backing sequence", e));
