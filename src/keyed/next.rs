@@ -9,7 +9,7 @@ use pg_idgen_core::keyed::{
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::space::{check_writable, raise_bound, resolve, validate_name, Resolved};
+use super::space::{authorize, check_writable, raise_bound, resolve, validate_name, Resolved};
 use super::table::{
     set_slots, sets, slot_live, space, tick, Held, Slot, KIND_KEY, KIND_SECTION, PARTITIONS, WAYS,
 };
@@ -115,6 +115,7 @@ fn next_n(name: &[u8], key: i64, n: i64) -> i64 {
         // Each round either hands out, or follows a raise or a release by another backend.
         pg_sys::check_for_interrupts!();
         let res = resolve(name);
+        authorize(name, &res);
         if let Err(msg) = validate_count(n, res.step) {
             raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, None);
         }
@@ -171,6 +172,7 @@ fn last(name: &[u8], key: i64) -> i64 {
             super::space::read_config(name)
         };
         let Some(cfg) = cfg else { super::space::unknown_space(name) };
+        super::space::check_usage(name, cfg.seqoid);
         let bucket = bucket_of(section_of(key, cfg.section_size));
         let _su = crate::catalog::RunAs::superuser();
         return super::bounds::read_one(name, bucket).unwrap_or_else(|| super::space::missing_bounds(name));
@@ -178,6 +180,7 @@ fn last(name: &[u8], key: i64) -> i64 {
     loop {
         pg_sys::check_for_interrupts!();
         let res = resolve(name);
+        authorize(name, &res);
         let sec = section_of(key, res.section_size);
         let part = partition_of(res.gen, sec, PARTITIONS);
         let _g = Held::partition(part);

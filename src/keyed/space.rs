@@ -21,6 +21,10 @@ pub(super) struct Resolved {
     pub(super) seqoid: pg_sys::Oid,
     pub(super) step: i64,
     pub(super) section_size: i64,
+    /// The role last found to have USAGE on the space (InvalidOid: none yet), by `authorize`;
+    /// cleared with the cache by every relcache invalidation (a GRANT or REVOKE on the backing
+    /// sequence sends one) and every change of role memberships or attributes.
+    pub(super) usage_for: pg_sys::Oid,
 }
 
 impl Resolved {
@@ -121,6 +125,62 @@ pub fn invalidate() {
 
 pub(super) fn forget(name: &[u8]) {
     RESOLVED.with(|r| r.borrow_mut().retain(|(n, _)| n != name));
+}
+
+/// Whether the syscache callbacks that clear the cache on role changes are registered (once per
+/// backend, at its first check).
+static mut ROLE_CALLBACKS: bool = false;
+
+/// Syscache callback (role memberships, role attributes): forget every privilege found.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn on_roles_changed(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
+    invalidate();
+}
+
+/// USAGE on the space (on its backing sequence: superusers, the sequence's owner and the roles it
+/// was granted to, directly or through membership) for the current user, or 42501.
+pub(super) fn check_usage(name: &str, seqoid: pg_sys::Oid) {
+    // SAFETY: reads the current user; an ACL check by OID through the syscache.
+    let ok = unsafe {
+        pg_sys::pg_class_aclcheck(seqoid, pg_sys::GetUserId(), pg_sys::ACL_USAGE as pg_sys::AclMode)
+            == pg_sys::AclResult::ACLCHECK_OK
+    };
+    if !ok {
+        raise(
+            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied for keyed space \"{name}\""),
+            Some("A role needs USAGE on the space to call keyed_next or keyed_last: keyed_grant(space, role), by a superuser or a role holding the grant option."),
+        );
+    }
+}
+
+/// The privilege check of `keyed_next` and `keyed_last`: USAGE on the space for the current
+/// user, checked once per (space entry, user) in this backend and remembered until an
+/// invalidation (see `Resolved::usage_for`): a compare on the hot path.
+pub(super) fn authorize(name: &[u8], res: &Resolved) {
+    // SAFETY: reads the current user id.
+    let user = unsafe { pg_sys::GetUserId() };
+    if res.usage_for == user {
+        return;
+    }
+    // SAFETY: a backend-local flag; the callbacks are registered once, from a backend (a
+    // callback only clears this backend's cache).
+    unsafe {
+        if !ROLE_CALLBACKS {
+            for cache in [pg_sys::SysCacheIdentifier::AUTHMEMROLEMEM, pg_sys::SysCacheIdentifier::AUTHOID] {
+                pg_sys::CacheRegisterSyscacheCallback(cache as i32, Some(on_roles_changed), pg_sys::Datum::from(0));
+            }
+            ROLE_CALLBACKS = true;
+        }
+    }
+    check_usage(validate_name(name), res.seqoid);
+    RESOLVED.with(|r| {
+        for (n, s) in r.borrow_mut().iter_mut() {
+            if n == name && s.idx == res.idx && s.gen == res.gen {
+                s.usage_for = user;
+            }
+        }
+    });
 }
 
 /// Marks entry `idx` used (for the eviction sweep): a relaxed load, and a store only when the
@@ -279,6 +339,7 @@ fn resolved_at(i: usize, cfg: &Config) -> Option<Resolved> {
         seqoid: s.seqoid,
         step: s.step,
         section_size: s.section_size,
+        usage_for: pg_sys::InvalidOid,
     })
 }
 
@@ -483,7 +544,14 @@ fn claim(
         }
         (*s).raises.store(0, Ordering::Relaxed);
         (*s).referenced.store(true, Ordering::Relaxed);
-        Ok(Resolved { idx: i, gen, seqoid: cfg.seqoid, step: cfg.step, section_size: cfg.section_size })
+        Ok(Resolved {
+            idx: i,
+            gen,
+            seqoid: cfg.seqoid,
+            step: cfg.step,
+            section_size: cfg.section_size,
+            usage_for: pg_sys::InvalidOid,
+        })
     }
 }
 
