@@ -130,15 +130,18 @@ fn keyed_drop(space: Option<&str>) {
         .map(|seqs| seqs.first().copied())
         .unwrap_or_else(|e| spi_failed("delete the keyed space", e));
     let Some(seq) = seq else { unknown_space(space) };
+    // The sequence first: DROP SEQUENCE waits for the raises in flight (they hold a lock on it)
+    // and makes later ones wait for this transaction's end (then they find the space gone), so
+    // no raise meets its bound row being deleted (which it would refuse, 55006).
+    if let Some(name) = qualified_relation_name(seq) {
+        Spi::run(&format!("DROP SEQUENCE {name}"))
+            .unwrap_or_else(|e| spi_failed("drop the backing sequence", e));
+    }
     Spi::run_with_args(
         &format!("DELETE FROM {schema}.pg_idgen_keyed_bounds WHERE space OPERATOR(pg_catalog.=) $1"),
         &[space.into()],
     )
     .unwrap_or_else(|e| spi_failed("delete the keyed space's bounds", e));
-    if let Some(name) = qualified_relation_name(seq) {
-        Spi::run(&format!("DROP SEQUENCE {name}"))
-            .unwrap_or_else(|e| spi_failed("drop the backing sequence", e));
-    }
     let db = my_db();
     release(db, space);
     let s = space.to_string();
