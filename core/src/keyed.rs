@@ -46,7 +46,11 @@ pub fn raised_bound(old: i64, need: i64, step: i64) -> i64 {
     let step = step.max(1) as i128;
     let k = (need as i128 - old as i128 + step - 1) / step;
     let v = old as i128 + k * step;
-    if v > i64::MAX as i128 { i64::MAX } else { v as i64 }
+    if v > i64::MAX as i128 {
+        i64::MAX
+    } else {
+        v as i64
+    }
 }
 
 /// The section of `key`: `key` divided by `section_size`, rounded towards minus infinity, so

@@ -228,7 +228,10 @@ fn change_usage(space: &str, role: &str, grant: bool, grant_option: bool) {
     }
     let _path = crate::catalog::PinnedSearchPath::new();
     let sql = if grant {
-        format!("GRANT USAGE ON SEQUENCE {seq} TO {grantee}{}", if grant_option { " WITH GRANT OPTION" } else { "" })
+        format!(
+            "GRANT USAGE ON SEQUENCE {seq} TO {grantee}{}",
+            if grant_option { " WITH GRANT OPTION" } else { "" }
+        )
     } else {
         // CASCADE: what the role granted onward with the grant option goes too.
         format!("REVOKE USAGE ON SEQUENCE {seq} FROM {grantee} CASCADE")

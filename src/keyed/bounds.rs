@@ -170,7 +170,8 @@ pub(super) fn raise_in_place(space: &str, bucket: usize, need: i64, step: i64) -
         let tuple_of = |page: pg_sys::Page| -> Option<*mut pg_sys::HeapTupleHeaderData> {
             let hdr = page.cast::<pg_sys::PageHeaderData>();
             let linp_start = std::mem::offset_of!(pg_sys::PageHeaderData, pd_linp);
-            let nitems = ((*hdr).pd_lower as usize).saturating_sub(linp_start) / std::mem::size_of::<pg_sys::ItemIdData>();
+            let nitems = ((*hdr).pd_lower as usize).saturating_sub(linp_start)
+                / std::mem::size_of::<pg_sys::ItemIdData>();
             if off == 0 || off > nitems {
                 return None;
             }

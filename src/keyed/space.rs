@@ -168,7 +168,11 @@ pub(super) fn authorize(name: &[u8], res: &Resolved) {
     unsafe {
         if !ROLE_CALLBACKS {
             for cache in [pg_sys::SysCacheIdentifier::AUTHMEMROLEMEM, pg_sys::SysCacheIdentifier::AUTHOID] {
-                pg_sys::CacheRegisterSyscacheCallback(cache as i32, Some(on_roles_changed), pg_sys::Datum::from(0));
+                pg_sys::CacheRegisterSyscacheCallback(
+                    cache as i32,
+                    Some(on_roles_changed),
+                    pg_sys::Datum::from(0),
+                );
             }
             ROLE_CALLBACKS = true;
         }
@@ -244,8 +248,8 @@ fn resolve_slow(name: &str) -> Resolved {
         // SAFETY: a heavyweight lock by OID, released below or by abort.
         unsafe { pg_sys::LockRelationOid(cfg.seqoid, CLAIM_LOCK) };
         // SAFETY: a syscache probe by OID.
-        let exists = unsafe { pg_sys::get_rel_relkind(cfg.seqoid) }
-            == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
+        let exists =
+            unsafe { pg_sys::get_rel_relkind(cfg.seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
         if !exists {
             // SAFETY: the lock taken above.
             unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, CLAIM_LOCK) };
