@@ -1,5 +1,7 @@
 -- pg_idgen: keyed sequences, an increasing counter per (space, bigint key). keyed_next and
--- keyed_last are plain C functions (the hot path; a NULL argument is an error, 22004); the spaces are dumped with the database, and
+-- keyed_last are plain C functions (the hot path; a NULL argument is an error, 22004) that
+-- require USAGE on the space: the privilege is its backing sequence's (keyed_grant,
+-- keyed_revoke; none for PUBLIC on a new space); the spaces are dumped with the database, and
 -- each space's backing sequence (pg_idgen_keyed_<n>, created by keyed_create) holds its durable
 -- bound: not an extension member, so pg_dump dumps it with its value; OWNED BY
 -- pg_idgen_keyed_spaces.seq, so DROP EXTENSION drops it (src/keyed/admin.rs).
@@ -20,6 +22,21 @@ CREATE TABLE pg_idgen_keyed_spaces (
 COMMENT ON TABLE pg_idgen_keyed_spaces IS 'pg_idgen keyed sequence spaces: one row per space, its durable bound in its own sequence (seq)';
 SELECT pg_catalog.pg_extension_config_dump('pg_idgen_keyed_spaces', '');
 REVOKE ALL ON pg_idgen_keyed_spaces FROM PUBLIC;
+-- The durable bounds per bucket of sections (section s uses bucket s mod 1024): every value
+-- handed out for a key of such a section is at most its row's bound. keyed_create inserts the
+-- 1,024 rows of a space; keyed_next raises a bound in place (not undone by ROLLBACK, WAL-logged,
+-- flushed and confirmed by synchronous standbys before a value above the old bound is handed
+-- out: src/keyed/bounds.rs). bound is the first column: the in-place write finds it at the start
+-- of the row's data. Dumped with the database; never to be updated by hand while in use.
+CREATE TABLE pg_idgen_keyed_bounds (
+    bound  bigint NOT NULL,
+    space  text NOT NULL,
+    bucket int NOT NULL CHECK (bucket BETWEEN 0 AND 1023),
+    PRIMARY KEY (space, bucket)
+);
+COMMENT ON TABLE pg_idgen_keyed_bounds IS 'pg_idgen keyed sequence spaces: the durable bound of each bucket of sections (section mod 1024), raised in place a step at a time';
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_keyed_bounds', '');
+REVOKE ALL ON pg_idgen_keyed_bounds FROM PUBLIC;
 -- pg_dump writes no OWNED BY for a sequence of an extension member table: the link is made
 -- again when the rows are restored (and by keyed_create's insert).
 CREATE FUNCTION pg_idgen_keyed_link() RETURNS trigger
@@ -30,14 +47,18 @@ CREATE TRIGGER pg_idgen_keyed_spaces_link
     FOR EACH ROW EXECUTE FUNCTION pg_idgen_keyed_link();
 
 CREATE VIEW keyed_status AS
-SELECT s.space, s.step, s.section_size, m.bound, m.floor, coalesce(m.raises, 0) AS raises
+SELECT s.space, s.step, s.section_size, m.bound, m.floor, coalesce(m.raises, 0) AS raises,
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner, c.relacl AS privileges
 FROM pg_idgen_keyed_spaces s
-LEFT JOIN keyed_status_shmem() m USING (space);
-COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, durable bound and floor in memory, bound raises since server start';
+LEFT JOIN keyed_status_shmem() m USING (space)
+LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.seq;
+COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, highest durable bound and floor in memory, bound raises since server start, owner and privileges (USAGE: keyed_next, keyed_last)';
 GRANT SELECT ON keyed_status TO PUBLIC;
 
 REVOKE ALL ON FUNCTION keyed_create(text, int, int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION keyed_drop(text) FROM PUBLIC;
+COMMENT ON FUNCTION keyed_grant(text, text, boolean) IS 'grants USAGE on a keyed space (keyed_next, keyed_last) to a role or public; superusers and holders of the grant option';
+COMMENT ON FUNCTION keyed_revoke(text, text) IS 'revokes USAGE on a keyed space from a role or public, with what it granted onward';
 COMMENT ON FUNCTION keyed_next(text, bigint) IS 'next value of a key in a keyed space: increasing per key instance-wide, never reissued';
 COMMENT ON FUNCTION keyed_next(text, bigint, int) IS 'reserves the next n values of a key (n <= step) and returns the last; the caller owns result-n+1 .. result';
 COMMENT ON FUNCTION keyed_last(text, bigint) IS 'a key''s current value without consuming one: no value handed out for it is above it, its next is';

@@ -399,3 +399,58 @@ COMMENT ON FUNCTION pg_idgen_slot_rows(int, bigint) IS 'registry, for the lease 
 COMMENT ON FUNCTION pg_idgen_slot_take(text, int, int, bigint) IS 'registry, for the lease workers: takes a slot for the caller''s worker id above its ceiling';
 COMMENT ON FUNCTION pg_idgen_slot_raise(text, int, int, bigint, bigint) IS 'registry, for the lease workers: raises the ceiling of a slot the caller holds';
 COMMENT ON FUNCTION pg_idgen_slot_release(text, int, int, bigint, bigint) IS 'registry, for the lease workers: marks released a slot moving away from the caller''s worker id';
+
+-- ---------------------------------------------------------------------------------------------
+-- Keyed sequences: durable bounds per bucket of sections (section mod 1024) instead of one per
+-- space. Each existing space gets its 1,024 rows at its 0.4.0 bound (the value its backing
+-- sequence returned last; nothing handed out if never called), so every key continues above
+-- every value handed out before the update.
+CREATE TABLE pg_idgen_keyed_bounds (
+    bound  bigint NOT NULL,
+    space  text NOT NULL,
+    bucket int NOT NULL CHECK (bucket BETWEEN 0 AND 1023),
+    PRIMARY KEY (space, bucket)
+);
+COMMENT ON TABLE pg_idgen_keyed_bounds IS 'pg_idgen keyed sequence spaces: the durable bound of each bucket of sections (section mod 1024), raised in place a step at a time';
+SELECT pg_catalog.pg_extension_config_dump('pg_idgen_keyed_bounds', '');
+REVOKE ALL ON pg_idgen_keyed_bounds FROM PUBLIC;
+INSERT INTO @extschema@.pg_idgen_keyed_bounds (bound, space, bucket)
+SELECT COALESCE(pg_catalog.pg_sequence_last_value(s.seq), 0), s.space, g
+FROM @extschema@.pg_idgen_keyed_spaces s, pg_catalog.generate_series(0, 1023) g;
+
+-- ---------------------------------------------------------------------------------------------
+-- Keyed sequences: spaces with an owner and a privilege. USAGE on a space's backing sequence is
+-- the right to call keyed_next and keyed_last on it (keyed_grant, keyed_revoke); keyed_create
+-- revokes it from PUBLIC. Spaces created before the update stay usable by every role, as they
+-- were in 0.4.0: their sequences get USAGE for PUBLIC (keyed_revoke(space, 'public') to close).
+CREATE FUNCTION keyed_grant(
+    space TEXT,
+    role TEXT,
+    with_grant_option bool DEFAULT false
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'keyed_grant_wrapper';
+CREATE FUNCTION keyed_revoke(space TEXT, role TEXT) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'keyed_revoke_wrapper';
+COMMENT ON FUNCTION keyed_grant(text, text, boolean) IS 'grants USAGE on a keyed space (keyed_next, keyed_last) to a role or public; superusers and holders of the grant option';
+COMMENT ON FUNCTION keyed_revoke(text, text) IS 'revokes USAGE on a keyed space from a role or public, with what it granted onward';
+CREATE OR REPLACE VIEW keyed_status AS
+SELECT s.space, s.step, s.section_size, m.bound, m.floor, coalesce(m.raises, 0) AS raises,
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner, c.relacl AS privileges
+FROM pg_idgen_keyed_spaces s
+LEFT JOIN keyed_status_shmem() m USING (space)
+LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.seq;
+COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, highest durable bound and floor in memory, bound raises since server start, owner and privileges (USAGE: keyed_next, keyed_last)';
+DO $keyed_usage$
+DECLARE s pg_catalog.regclass;
+BEGIN
+    FOR s IN SELECT k.seq FROM @extschema@.pg_idgen_keyed_spaces k LOOP
+        IF pg_catalog.to_regclass(s::pg_catalog.text) IS NOT NULL THEN
+            EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE %s TO PUBLIC', s);
+        END IF;
+    END LOOP;
+END
+$keyed_usage$;

@@ -66,7 +66,13 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/keyed.sql",
     name = "keyed",
-    requires = [keyed::admin::keyed_create, keyed::admin::keyed_drop, keyed::next::keyed_status_shmem]
+    requires = [
+        keyed::admin::keyed_create,
+        keyed::admin::keyed_drop,
+        keyed::admin::keyed_grant,
+        keyed::admin::keyed_revoke,
+        keyed::next::keyed_status_shmem
+    ]
 );
 extension_sql_file!("../sql/migrate.sql", name = "migrate", requires = ["segment"]);
 extension_sql_file!(

@@ -11,11 +11,47 @@
 //! the key's value, evicting a section raises the space's floor to the section's; after a
 //! restart the space's floor is the persisted bound. So a key never goes back, whatever was
 //! evicted, and correctness never depends on the cache's size.
+//!
+//! Bounds per section (seqsvr's `max_seq` per section). The durable bound is not one per space
+//! but one per *bucket* of sections: section `s` uses bucket `s mod BUCKETS` ([`bucket_of`]), so
+//! the first `BUCKETS` consecutive sections (and any `BUCKETS` consecutive ones) each have a bound
+//! of their own, and sections further apart share one. The invariant, per bucket `b`: every value
+//! handed out for a key of a section of bucket `b` is at most `bound[b]`, which is durable before
+//! any value above its previous value is handed out; raising it ([`raised_bound`]) moves it a
+//! whole number of steps. The floors that memory falls back on (an evicted section's) are per
+//! bucket too, and only ever take values of keys of that bucket. So after a restart a key
+//! continues from its own bucket's bound: at most its section's busiest key (of the sections
+//! sharing the bucket) plus a step above its last value, never the space's busiest key.
 
 /// Largest step (values per bound raise).
 pub const MAX_STEP: i64 = 1_000_000_000;
 /// Largest section (consecutive keys sharing a floor).
 pub const MAX_SECTION_SIZE: i64 = 1_000_000_000;
+
+/// Durable bounds (and memory floors) per space: sections `s` and `s + BUCKETS` share one.
+pub const BUCKETS: usize = 1024;
+
+/// The bucket of bounds of section `section`: `section mod BUCKETS`, non-negative.
+pub fn bucket_of(section: i64) -> usize {
+    section.rem_euclid(BUCKETS as i64) as usize
+}
+
+/// The bound a raise writes: `old` if it already covers `need`, else the smallest `old + k *
+/// step` (k >= 1) that does, or the largest bigint if that does not fit (the last values of the
+/// bigint range are handed out, then the key is exhausted).
+pub fn raised_bound(old: i64, need: i64, step: i64) -> i64 {
+    if need <= old {
+        return old;
+    }
+    let step = step.max(1) as i128;
+    let k = (need as i128 - old as i128 + step - 1) / step;
+    let v = old as i128 + k * step;
+    if v > i64::MAX as i128 {
+        i64::MAX
+    } else {
+        v as i64
+    }
+}
 
 /// The section of `key`: `key` divided by `section_size`, rounded towards minus infinity, so
 /// that negative keys form sections of the same size.
@@ -253,6 +289,95 @@ mod tests {
             }
             assert!(space_floor <= bound);
         }
+    }
+
+    #[test]
+    fn buckets_of_sections() {
+        assert_eq!(bucket_of(0), 0);
+        assert_eq!(bucket_of(1023), 1023);
+        assert_eq!(bucket_of(1024), 0);
+        assert_eq!(bucket_of(-1), 1023);
+        assert_eq!(bucket_of(i64::MIN), 0);
+        assert_eq!(bucket_of(i64::MAX), 1023);
+        // a million keys in sections of 1,000: each section has its own bound
+        let mut seen = std::collections::HashSet::new();
+        for k in (0..1_000_000i64).step_by(1000) {
+            assert!(seen.insert(bucket_of(section_of(k, 1000))));
+        }
+    }
+
+    #[test]
+    fn raises_are_whole_steps_and_stop_at_the_largest_bigint() {
+        assert_eq!(raised_bound(0, 1, 1000), 1000);
+        assert_eq!(raised_bound(0, 1000, 1000), 1000);
+        assert_eq!(raised_bound(0, 1001, 1000), 2000);
+        assert_eq!(raised_bound(5000, 4000, 1000), 5000);
+        assert_eq!(raised_bound(5000, 5000, 1000), 5000);
+        assert_eq!(raised_bound(5000, 12_345, 1000), 13_000);
+        assert_eq!(raised_bound(i64::MAX - 1000, i64::MAX, 1000), i64::MAX);
+        assert_eq!(raised_bound(i64::MAX - 10, i64::MAX - 5, 1000), i64::MAX);
+        assert_eq!(raised_bound(-100, -50, 7), -44);
+    }
+
+    /// The restart rule per bucket, simulated: keys of a skewed load over many sections, the
+    /// durable bounds per bucket and the memory floors per bucket (an evicted key's value goes
+    /// into its bucket's floor; a key not in memory continues from it), and a restart now and
+    /// then (memory lost: the floors become the durable bounds). No key ever goes back; at every
+    /// restart each bucket's bound is less than `step` above the largest value of its own keys;
+    /// and quiet buckets stay far below the busy ones.
+    #[test]
+    fn after_a_restart_keys_continue_above_their_own_bucket() {
+        use std::collections::HashMap;
+        let (step, size) = (100i64, 10i64);
+        let mut bounds = vec![0i64; BUCKETS];
+        let mut floors = vec![0i64; BUCKETS];
+        let mut keys: HashMap<i64, i64> = HashMap::new();
+        let mut last_seen: HashMap<i64, i64> = HashMap::new();
+        let mut rng = 0xfeed_beefu64;
+        let mut restarts = 0;
+        for i in 0..300_000u64 {
+            rng = mix(rng ^ i);
+            // a busy head (keys 0..100, sections 0..9) and a long tail up to 100,000
+            let key = if rng % 4 == 0 { (rng >> 8) as i64 % 100_000 } else { (rng >> 8) as i64 % 100 };
+            let b = bucket_of(section_of(key, size));
+            let cur = *keys.entry(key).or_insert(floors[b]);
+            let last = loop {
+                match take(cur, 1, bounds[b]) {
+                    Take::Issue { last } => break last,
+                    Take::Raise { need } => bounds[b] = raised_bound(bounds[b], need, step),
+                    Take::Exhausted => unreachable!(),
+                }
+            };
+            keys.insert(key, last);
+            if let Some(prev) = last_seen.insert(key, last) {
+                assert!(last > prev, "key {key} went from {prev} to {last}");
+            }
+            if rng % 5 == 0 {
+                // an eviction: the key's value into its bucket's floor
+                let victim = ((rng >> 20) % 100_000) as i64;
+                if let Some(v) = keys.remove(&victim) {
+                    let vb = bucket_of(section_of(victim, size));
+                    floors[vb] = floors[vb].max(v);
+                }
+            }
+            if i % 50_000 == 49_999 {
+                let mut bucket_max = vec![i64::MIN; BUCKETS];
+                for (&k, &v) in &last_seen {
+                    let kb = bucket_of(section_of(k, size));
+                    bucket_max[kb] = bucket_max[kb].max(v);
+                }
+                for (kb, &m) in bucket_max.iter().enumerate() {
+                    assert!(m == i64::MIN || (bounds[kb] >= m && bounds[kb] - m < step), "bucket {kb}");
+                }
+                keys.clear();
+                floors.copy_from_slice(&bounds);
+                restarts += 1;
+            }
+        }
+        assert_eq!(restarts, 6);
+        let head = bounds[bucket_of(0)];
+        let quiet = bounds.iter().filter(|&&b| b < head / 2).count();
+        assert!(quiet > BUCKETS / 2, "{quiet} quiet buckets, head bound {head}");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Administration: `keyed_create`, `keyed_drop` (superuser only), and the row trigger that links
+//! Administration: `keyed_create`, `keyed_drop` (superuser only), `keyed_grant` and
+//! `keyed_revoke` (the privilege to use a space), and the row trigger that links
 //! a space's backing sequence to `pg_idgen_keyed_spaces` (as `segment::backing` does for tags:
 //! owned by the table, so pg_dump dumps it with its value and DROP EXTENSION drops it).
 
@@ -90,6 +91,10 @@ fn keyed_create(
         "CREATE SEQUENCE {seqname} AS bigint INCREMENT BY {step} MINVALUE {step} START WITH {step} CACHE 1 NO CYCLE"
     ))
     .unwrap_or_else(|e| spi_failed("create the backing sequence", e));
+    // The space's privileges are its backing sequence's: USAGE is the right to call keyed_next
+    // and keyed_last. None for PUBLIC, whatever default privileges the schema has.
+    Spi::run(&format!("REVOKE ALL ON SEQUENCE {seqname} FROM PUBLIC"))
+        .unwrap_or_else(|e| spi_failed("revoke the backing sequence's privileges from PUBLIC", e));
     Spi::run_with_args(
         &format!(
             "INSERT INTO {schema}.pg_idgen_keyed_spaces (space, seq, step, section_size) \
@@ -98,6 +103,16 @@ fn keyed_create(
         &[space.into(), seqname.as_str().into(), (step as i32).into(), (section_size as i32).into()],
     )
     .unwrap_or_else(|e| spi_failed("record the keyed space", e));
+    // Nothing handed out yet: every bucket's durable bound is 0 (values start at 1).
+    Spi::run_with_args(
+        &format!(
+            "INSERT INTO {schema}.pg_idgen_keyed_bounds (bound, space, bucket) \
+             SELECT 0, $1, g FROM pg_catalog.generate_series(0, {}) g",
+            pg_idgen_core::keyed::BUCKETS - 1
+        ),
+        &[space.into()],
+    )
+    .unwrap_or_else(|e| spi_failed("record the keyed space's bounds", e));
     let db = my_db();
     release(db, space);
     let s = space.to_string();
@@ -115,10 +130,18 @@ fn keyed_drop(space: Option<&str>) {
         .map(|seqs| seqs.first().copied())
         .unwrap_or_else(|e| spi_failed("delete the keyed space", e));
     let Some(seq) = seq else { unknown_space(space) };
+    // The sequence first: DROP SEQUENCE waits for the raises in flight (they hold a lock on it)
+    // and makes later ones wait for this transaction's end (then they find the space gone), so
+    // no raise meets its bound row being deleted (which it would refuse, 55006).
     if let Some(name) = qualified_relation_name(seq) {
         Spi::run(&format!("DROP SEQUENCE {name}"))
             .unwrap_or_else(|e| spi_failed("drop the backing sequence", e));
     }
+    Spi::run_with_args(
+        &format!("DELETE FROM {schema}.pg_idgen_keyed_bounds WHERE space OPERATOR(pg_catalog.=) $1"),
+        &[space.into()],
+    )
+    .unwrap_or_else(|e| spi_failed("delete the keyed space's bounds", e));
     let db = my_db();
     release(db, space);
     let s = space.to_string();
@@ -146,4 +169,91 @@ pub unsafe extern "C-unwind" fn pg_idgen_keyed_link(fcinfo: pg_sys::FunctionCall
         pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &name));
     }
     pg_sys::Datum::from(0)
+}
+
+/// GRANT or REVOKE USAGE on a space (on its backing sequence) to or from `role` (a role name, or
+/// `public`), run as the calling role: PostgreSQL records it as the grantor. Allowed to
+/// superusers, members of the sequence's owner and roles holding USAGE WITH GRANT OPTION.
+fn change_usage(space: &str, role: &str, grant: bool, grant_option: bool) {
+    validate_name(space.as_bytes());
+    // SAFETY: a flag of this backend.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot change a keyed space's privileges on a standby server",
+            Some("Run it on the primary."),
+        );
+    }
+    let cfg = {
+        let _su = RunAs::superuser();
+        super::space::read_config(space)
+    };
+    let Some(cfg) = cfg else { unknown_space(space) };
+    let Some(seq) = qualified_relation_name(cfg.seqoid) else { super::space::missing_sequence(space) };
+    let grantee = if role.eq_ignore_ascii_case("public") {
+        "PUBLIC".to_string()
+    } else {
+        let c = std::ffi::CString::new(role).unwrap_or_else(|_| {
+            raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, "a role name cannot contain a NUL byte", None)
+        });
+        // SAFETY: a syscache lookup by name (missing_ok); quote_identifier returns its argument or
+        // a palloc'd copy, read at once.
+        unsafe {
+            if pg_sys::get_role_oid(c.as_ptr(), true) == pg_sys::InvalidOid {
+                raise(Code::ERRCODE_UNDEFINED_OBJECT, format!("role \"{role}\" does not exist"), None);
+            }
+            std::ffi::CStr::from_ptr(pg_sys::quote_identifier(c.as_ptr())).to_string_lossy().into_owned()
+        }
+    };
+    // SAFETY: the current user; ACL and membership checks by OID through the syscache.
+    let allowed = unsafe {
+        let user = pg_sys::GetUserId();
+        // the owner, and members of the owner role, hold every grant option (aclmask)
+        pg_sys::superuser()
+            || pg_sys::pg_class_aclmask(
+                cfg.seqoid,
+                user,
+                // ACL_GRANT_OPTION_FOR(ACL_USAGE): the privilege bit shifted by half the width of
+                // AclMode (16 bits on PostgreSQL 15, 32 from 16 on)
+                (pg_sys::ACL_USAGE as pg_sys::AclMode) << (std::mem::size_of::<pg_sys::AclMode>() * 4),
+                pg_sys::AclMaskHow::ACLMASK_ANY,
+            ) != 0
+    };
+    if !allowed {
+        raise(
+            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied to {} usage on keyed space \"{space}\"", if grant { "grant" } else { "revoke" }),
+            Some("Superusers, and roles granted USAGE on the space WITH GRANT OPTION (keyed_grant(space, role, with_grant_option => true)), grant and revoke it."),
+        );
+    }
+    let _path = crate::catalog::PinnedSearchPath::new();
+    let sql = if grant {
+        format!(
+            "GRANT USAGE ON SEQUENCE {seq} TO {grantee}{}",
+            if grant_option { " WITH GRANT OPTION" } else { "" }
+        )
+    } else {
+        // CASCADE: what the role granted onward with the grant option goes too.
+        format!("REVOKE USAGE ON SEQUENCE {seq} FROM {grantee} CASCADE")
+    };
+    Spi::run(&sql).unwrap_or_else(|e| spi_failed("change the keyed space's privileges", e));
+}
+
+/// Grants USAGE on a keyed space (the right to call keyed_next and keyed_last on it) to `role`
+/// (a role name, or `public`); `with_grant_option` lets that role grant it in turn.
+#[pg_extern(volatile, parallel_unsafe)]
+fn keyed_grant(space: Option<&str>, role: Option<&str>, with_grant_option: default!(Option<bool>, false)) {
+    let space = required(space, "space");
+    let role = required(role, "role");
+    let with_grant_option = required(with_grant_option, "with_grant_option");
+    change_usage(space, role, true, with_grant_option);
+}
+
+/// Revokes USAGE on a keyed space from `role` (a role name, or `public`), with whatever that role
+/// granted onward.
+#[pg_extern(volatile, parallel_unsafe)]
+fn keyed_revoke(space: Option<&str>, role: Option<&str>) {
+    let space = required(space, "space");
+    let role = required(role, "role");
+    change_usage(space, role, false, false);
 }

@@ -4,12 +4,12 @@
 use std::sync::atomic::Ordering;
 
 use pg_idgen_core::keyed::{
-    choose_victim, partition_of, section_of, set_of, take, validate_count, Take, Way,
+    bucket_of, choose_victim, partition_of, section_of, set_of, take, validate_count, Take, Way,
 };
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::space::{check_writable, raise_bound, resolve, validate_name, Resolved};
+use super::space::{authorize, check_writable, raise_bound, resolve, validate_name, Resolved};
 use super::table::{
     set_slots, sets, slot_live, space, tick, Held, Slot, KIND_KEY, KIND_SECTION, PARTITIONS, WAYS,
 };
@@ -21,7 +21,7 @@ fn find(slots: &[Slot], kind: u8, res: &Resolved, id: i64) -> Option<usize> {
 
 /// Under partition `part`'s lock: the index in `set` of a new slot, after moving whatever it
 /// held out of the cache. An evicted key raises its section's floor to its value (or, with its
-/// section not cached, the space's floor); an evicted section raises the space's floor.
+/// section not cached, its bucket's floor); an evicted section raises its bucket's floor.
 fn make_room(part: usize, set: usize) -> usize {
     let victim = {
         let slots = set_slots(part, set);
@@ -44,23 +44,23 @@ fn make_room(part: usize, set: usize) -> usize {
             }) {
                 Some(sec) => sec.val = sec.val.max(old.val),
                 None => {
-                    sp.floor.fetch_max(old.val, Ordering::AcqRel);
+                    sp.floors[bucket_of(old.sec)].fetch_max(old.val, Ordering::AcqRel);
                 }
             }
         } else {
-            sp.floor.fetch_max(old.val, Ordering::AcqRel);
+            sp.floors[bucket_of(old.id)].fetch_max(old.val, Ordering::AcqRel);
         }
     }
     victim.0
 }
 
 /// Under partition `part`'s lock: (set, way) of the key's slot, loaded from its section's
-/// floor (or the space's) if it was not cached.
+/// floor (or its bucket's) if it was not cached.
 ///
 /// The invariant: every key that is not cached has handed out nothing above its section's
-/// floor, or, with its section not cached, above the space's floor. A section slot is therefore
-/// made room for *before* the space's floor is read into it: the eviction may move a key of that
-/// very section (cached while its section was not) into the space's floor, and a floor read
+/// floor, or, with its section not cached, above its bucket's floor. A section slot is therefore
+/// made room for *before* the bucket's floor is read into it: the eviction may move a key of that
+/// very section (cached while its section was not) into the bucket's floor, and a floor read
 /// earlier would give the new section slot less than that key handed out.
 fn key_slot(part: usize, res: &Resolved, key: i64, sec: i64) -> (usize, usize) {
     let nsets = sets();
@@ -73,7 +73,7 @@ fn key_slot(part: usize, res: &Resolved, key: i64, sec: i64) -> (usize, usize) {
         Some(w) => set_slots(part, sset)[w].val,
         None => {
             let w = make_room(part, sset);
-            let floor = space(res.idx).floor.load(Ordering::Acquire);
+            let floor = space(res.idx).floors[bucket_of(sec)].load(Ordering::Acquire);
             set_slots(part, sset)[w] = Slot {
                 kind: KIND_SECTION,
                 space: res.idx as u32,
@@ -87,7 +87,7 @@ fn key_slot(part: usize, res: &Resolved, key: i64, sec: i64) -> (usize, usize) {
         }
     };
     // The key's floor is read: evicting a key of its section now raises that section's floor,
-    // evicting the section itself the space's, and neither concerns this key's past values.
+    // evicting the section itself the bucket's, and neither concerns this key's past values.
     let w = make_room(part, kset);
     set_slots(part, kset)[w] = Slot {
         kind: KIND_KEY,
@@ -115,6 +115,7 @@ fn next_n(name: &[u8], key: i64, n: i64) -> i64 {
         // Each round either hands out, or follows a raise or a release by another backend.
         pg_sys::check_for_interrupts!();
         let res = resolve(name);
+        authorize(name, &res);
         if let Err(msg) = validate_count(n, res.step) {
             raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, None);
         }
@@ -129,7 +130,7 @@ fn next_n(name: &[u8], key: i64, n: i64) -> i64 {
                 let t = tick(part);
                 let slot = &mut set_slots(part, set)[w];
                 slot.tick = t;
-                match take(slot.val, n, space(res.idx).bound.load(Ordering::Acquire)) {
+                match take(slot.val, n, space(res.idx).bounds[bucket_of(sec)].load(Ordering::Acquire)) {
                     // The entry may have been released or claimed again since the check above
                     // (that takes the spaces lock, not this one), and the floor or bound just
                     // read may be the new generation's: a claim publishes its generation before
@@ -146,7 +147,7 @@ fn next_n(name: &[u8], key: i64, n: i64) -> i64 {
         };
         match outcome {
             Outcome::Issued(v) => return v,
-            Outcome::Raise(need) => raise_bound(&res, validate_name(name), need),
+            Outcome::Raise(need) => raise_bound(&res, validate_name(name), bucket_of(sec), need),
             Outcome::Stale => super::space::forget(name),
             Outcome::Exhausted => raise(
                 Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
@@ -159,24 +160,27 @@ fn next_n(name: &[u8], key: i64, n: i64) -> i64 {
 
 /// The key's current value without consuming one: every value handed out for it is at most
 /// this, and its next value is above it. Exact while the key is cached; otherwise the floor
-/// it would continue from (its section's, or the space's).
+/// it would continue from (its section's, or its bucket's).
 fn last(name: &[u8], key: i64) -> i64 {
     // SAFETY: a flag of this backend.
     if unsafe { pg_sys::RecoveryInProgress() } {
-        // A standby claims no entry (its state would be stale after promotion): the floor as
-        // replayed into the backing sequence.
+        // A standby claims no entry (its state would be stale after promotion): the key's bucket's
+        // durable bound as replayed.
         let name = validate_name(name);
         let cfg = {
             let _su = crate::catalog::RunAs::superuser();
             super::space::read_config(name)
         };
         let Some(cfg) = cfg else { super::space::unknown_space(name) };
-        return super::space::persisted_floor(cfg.seqoid, cfg.step)
-            .unwrap_or_else(|| super::space::missing_sequence(name));
+        super::space::check_usage(name, cfg.seqoid);
+        let bucket = bucket_of(section_of(key, cfg.section_size));
+        let _su = crate::catalog::RunAs::superuser();
+        return super::bounds::read_one(name, bucket).unwrap_or_else(|| super::space::missing_bounds(name));
     }
     loop {
         pg_sys::check_for_interrupts!();
         let res = resolve(name);
+        authorize(name, &res);
         let sec = section_of(key, res.section_size);
         let part = partition_of(res.gen, sec, PARTITIONS);
         let _g = Held::partition(part);
@@ -194,7 +198,7 @@ fn last(name: &[u8], key: i64) -> i64 {
         if let Some(w) = find(set_slots(part, sset), KIND_SECTION, &res, sec) {
             return set_slots(part, sset)[w].val;
         }
-        return space(res.idx).floor.load(Ordering::Acquire);
+        return space(res.idx).floors[bucket_of(sec)].load(Ordering::Acquire);
     }
 }
 
@@ -257,7 +261,8 @@ pub unsafe extern "C-unwind" fn pg_idgen_keyed_last(fcinfo: pg_sys::FunctionCall
     unsafe { pg_sys::Datum::from(last(arg_text(fcinfo, 0), arg_i64(fcinfo, 1))) }
 }
 
-/// Per space of this database in shared memory: its bound, floor and raises since start.
+/// Per space of this database in shared memory: its highest bucket bound and floor, and its
+/// bound raises since its entry was claimed.
 #[pg_extern(volatile, parallel_restricted)]
 fn keyed_status_shmem(
 ) -> TableIterator<'static, (name!(space, String), name!(bound, i64), name!(floor, i64), name!(raises, i64))>
@@ -275,8 +280,8 @@ fn keyed_status_shmem(
                     true,
                     s.name,
                     s.name_len,
-                    s.bound.load(Ordering::Acquire),
-                    s.floor.load(Ordering::Acquire),
+                    s.bounds.iter().map(|b| b.load(Ordering::Acquire)).max().unwrap_or(0),
+                    s.floors.iter().map(|b| b.load(Ordering::Acquire)).max().unwrap_or(0),
                     s.raises.load(Ordering::Relaxed),
                 );
             }

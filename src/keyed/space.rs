@@ -1,10 +1,10 @@
 //! A keyed space: its stored configuration (a row of `pg_idgen_keyed_spaces`), its shared entry
-//! (found or claimed by name, checked against the catalog), and raising its durable bound.
+//! (found or claimed by name, checked against the catalog, with its buckets' durable bounds read
+//! from `pg_idgen_keyed_bounds`), and raising a bucket's durable bound.
 
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
-use pg_idgen_core::keyed::floor_from_sequence;
 use pgrx::pg_sys;
 
 use super::table::{header, my_db, space, space_mut, Held, FAIR_SHARE, MAX_NAME_BYTES, MAX_SPACES};
@@ -21,6 +21,10 @@ pub(super) struct Resolved {
     pub(super) seqoid: pg_sys::Oid,
     pub(super) step: i64,
     pub(super) section_size: i64,
+    /// The role last found to have USAGE on the space (InvalidOid: none yet), by `authorize`;
+    /// cleared with the cache by every relcache invalidation (a GRANT or REVOKE on the backing
+    /// sequence sends one) and every change of role memberships or attributes.
+    pub(super) usage_for: pg_sys::Oid,
 }
 
 impl Resolved {
@@ -92,16 +96,22 @@ pub(super) fn read_config(name: &str) -> Option<Config> {
     }
 }
 
-/// The floor a space continues from after a restart (or a first use): what its backing
-/// sequence has returned. None if the sequence does not exist.
-pub(super) fn persisted_floor(seqoid: pg_sys::Oid, step: i64) -> Option<i64> {
-    tables::sequence_state(seqoid).map(|(last, called)| floor_from_sequence(last, called, step))
+pub(super) fn missing_bounds(name: &str) -> ! {
+    raise(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("the durable bounds of keyed space \"{name}\" are missing from pg_idgen_keyed_bounds"),
+        Some("keyed_create writes 1,024 rows per space, and a restore restores them; rows deleted by hand leave the values handed out before unknown: drop the space and create it again, then move its keys above every value your tables hold."),
+    )
 }
 
-/// The lock on a space's backing sequence that serialises raises of its bound (`raise_bound`) and
-/// a claim's read of the persisted floor (`resolve_slow`). It conflicts with itself, not with the
-/// RowExclusiveLock of nextval.
-const RAISE_LOCK: pg_sys::LOCKMODE = pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE;
+/// The locks on a space's backing sequence that keep a claim's read of the durable bounds
+/// (`resolve_slow`, CLAIM_LOCK) and raises of them (`raise_bound`, RAISE_LOCK) apart: a raise
+/// between the read and the claim, by a backend of an entry released meanwhile, would leave the
+/// claimed floors below values it handed out. Claims do not exclude each other, nor raises (of
+/// one bucket they are serialised by the row's buffer lock); DROP SEQUENCE (keyed_drop) excludes
+/// both.
+const CLAIM_LOCK: pg_sys::LOCKMODE = pg_sys::ShareLock as pg_sys::LOCKMODE;
+const RAISE_LOCK: pg_sys::LOCKMODE = pg_sys::RowExclusiveLock as pg_sys::LOCKMODE;
 
 thread_local! {
     /// The spaces this backend used, by name (cleared by every relcache invalidation).
@@ -115,6 +125,66 @@ pub fn invalidate() {
 
 pub(super) fn forget(name: &[u8]) {
     RESOLVED.with(|r| r.borrow_mut().retain(|(n, _)| n != name));
+}
+
+/// Whether the syscache callbacks that clear the cache on role changes are registered (once per
+/// backend, at its first check).
+static mut ROLE_CALLBACKS: bool = false;
+
+/// Syscache callback (role memberships, role attributes): forget every privilege found.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn on_roles_changed(_arg: pg_sys::Datum, _cache: std::ffi::c_int, _hash: u32) {
+    invalidate();
+}
+
+/// USAGE on the space (on its backing sequence: superusers, the sequence's owner and the roles it
+/// was granted to, directly or through membership) for the current user, or 42501.
+pub(super) fn check_usage(name: &str, seqoid: pg_sys::Oid) {
+    // SAFETY: reads the current user; an ACL check by OID through the syscache.
+    let ok = unsafe {
+        pg_sys::pg_class_aclcheck(seqoid, pg_sys::GetUserId(), pg_sys::ACL_USAGE as pg_sys::AclMode)
+            == pg_sys::AclResult::ACLCHECK_OK
+    };
+    if !ok {
+        raise(
+            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied for keyed space \"{name}\""),
+            Some("A role needs USAGE on the space to call keyed_next or keyed_last: keyed_grant(space, role), by a superuser or a role holding the grant option."),
+        );
+    }
+}
+
+/// The privilege check of `keyed_next` and `keyed_last`: USAGE on the space for the current
+/// user, checked once per (space entry, user) in this backend and remembered until an
+/// invalidation (see `Resolved::usage_for`): a compare on the hot path.
+pub(super) fn authorize(name: &[u8], res: &Resolved) {
+    // SAFETY: reads the current user id.
+    let user = unsafe { pg_sys::GetUserId() };
+    if res.usage_for == user {
+        return;
+    }
+    // SAFETY: a backend-local flag; the callbacks are registered once, from a backend (a
+    // callback only clears this backend's cache).
+    unsafe {
+        if !ROLE_CALLBACKS {
+            for cache in [pg_sys::SysCacheIdentifier::AUTHMEMROLEMEM, pg_sys::SysCacheIdentifier::AUTHOID] {
+                pg_sys::CacheRegisterSyscacheCallback(
+                    cache as i32,
+                    Some(on_roles_changed),
+                    pg_sys::Datum::from(0),
+                );
+            }
+            ROLE_CALLBACKS = true;
+        }
+    }
+    check_usage(validate_name(name), res.seqoid);
+    RESOLVED.with(|r| {
+        for (n, s) in r.borrow_mut().iter_mut() {
+            if n == name && s.idx == res.idx && s.gen == res.gen {
+                s.usage_for = user;
+            }
+        }
+    });
 }
 
 /// Marks entry `idx` used (for the eviction sweep): a relaxed load, and a store only when the
@@ -172,22 +242,34 @@ fn resolve_slow(name: &str) -> Resolved {
             touch(res.idx);
             return res;
         }
-        // The lock that serialises raises of the bound (see `raise_bound`), held from reading the
-        // persisted floor to claiming with it: a raise in between, by a backend of an entry that
-        // is then released or re-initialised, would leave the floor below values it handed out.
-        // It waits for a keyed_drop in flight (DROP SEQUENCE locks the sequence).
+        // The lock that excludes raises of the bounds (see `CLAIM_LOCK`), held from reading the
+        // durable bounds to claiming with them. It waits for a keyed_drop in flight (DROP
+        // SEQUENCE locks the sequence).
         // SAFETY: a heavyweight lock by OID, released below or by abort.
-        unsafe { pg_sys::LockRelationOid(cfg.seqoid, RAISE_LOCK) };
-        let Some(floor) = persisted_floor(cfg.seqoid, cfg.step) else {
+        unsafe { pg_sys::LockRelationOid(cfg.seqoid, CLAIM_LOCK) };
+        // SAFETY: a syscache probe by OID.
+        let exists =
+            unsafe { pg_sys::get_rel_relkind(cfg.seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
+        if !exists {
             // SAFETY: the lock taken above.
-            unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, RAISE_LOCK) };
+            unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, CLAIM_LOCK) };
             if sequence_dropped_by_hand(name, cfg.seqoid) {
                 missing_sequence(name);
             }
             // The space was dropped (and perhaps created again) by a transaction that committed
             // after the row was read: read it again.
             continue;
+        }
+        let floors = {
+            let _su = RunAs::superuser();
+            super::bounds::read_all(name)
         };
+        let Some(floors) = floors else {
+            // SAFETY: the lock taken above.
+            unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, CLAIM_LOCK) };
+            missing_bounds(name);
+        };
+        let floor = &floors[..];
         let mut report = None;
         let claimed = {
             let _g = Held::spaces();
@@ -205,7 +287,7 @@ fn resolve_slow(name: &str) -> Resolved {
             }
         };
         // SAFETY: the lock taken above.
-        unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, RAISE_LOCK) };
+        unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, CLAIM_LOCK) };
         if let Some(ev) = report {
             ev.log();
         }
@@ -261,6 +343,7 @@ fn resolved_at(i: usize, cfg: &Config) -> Option<Resolved> {
         seqoid: s.seqoid,
         step: s.step,
         section_size: s.section_size,
+        usage_for: pg_sys::InvalidOid,
     })
 }
 
@@ -415,7 +498,7 @@ fn claim(
     db: pg_sys::Oid,
     name: &str,
     cfg: &Config,
-    floor: i64,
+    floors: &[i64],
     full: Option<(&[(usize, u64)], i64)>,
     report: &mut Option<Eviction>,
 ) -> Result<Resolved, ()> {
@@ -459,11 +542,20 @@ fn claim(
         (*s).seqoid = cfg.seqoid;
         (*s).step = cfg.step;
         (*s).section_size = cfg.section_size;
-        (*s).bound.store(floor, Ordering::Release);
-        (*s).floor.store(floor, Ordering::Release);
+        for (b, &f) in floors.iter().enumerate().take(super::table::BUCKETS) {
+            (*s).bounds[b].store(f, Ordering::Release);
+            (*s).floors[b].store(f, Ordering::Release);
+        }
         (*s).raises.store(0, Ordering::Relaxed);
         (*s).referenced.store(true, Ordering::Relaxed);
-        Ok(Resolved { idx: i, gen, seqoid: cfg.seqoid, step: cfg.step, section_size: cfg.section_size })
+        Ok(Resolved {
+            idx: i,
+            gen,
+            seqoid: cfg.seqoid,
+            step: cfg.step,
+            section_size: cfg.section_size,
+            usage_for: pg_sys::InvalidOid,
+        })
     }
 }
 
@@ -480,12 +572,6 @@ pub(super) fn release(db: pg_sys::Oid, name: &str) {
             free_entry(i);
         }
     }
-}
-
-unsafe extern "C-unwind" {
-    /// The C function itself, only ever called by `DirectFunctionCall1Coll` (which pgrx guards).
-    #[link_name = "nextval_oid"]
-    fn raw_nextval_oid(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum;
 }
 
 pub(super) fn check_writable() {
@@ -506,13 +592,13 @@ pub(super) fn check_writable() {
     }
 }
 
-/// Raises the space's durable bound to at least `need`: nextval on its backing sequence (whose
-/// increment is the step) until it returns `need` or more, the WAL flushed and synchronous
-/// standbys waited for, and only then the shared bound raised. Raises of one space are
-/// serialised by `RAISE_LOCK` on the sequence, so backends that reach the bound together raise it
-/// once: the others find it raised when they get the lock. Runs with no LWLock held. A space
-/// released meanwhile is left alone (the caller resolves it again).
-pub(super) fn raise_bound(res: &Resolved, name: &str, need: i64) {
+/// Raises the durable bound of bucket `bucket` of the space to at least `need`: in place, a
+/// whole number of steps (`bounds::raise_in_place`), the WAL flushed and synchronous standbys
+/// waited for, and only then the shared bound of the bucket raised. Raises of one bucket are
+/// serialised by the row's buffer lock, so backends that reach the bound together raise it
+/// once: the others find it raised. Raises exclude claims of the space (`RAISE_LOCK`). Runs
+/// with no LWLock held. A space released meanwhile is left alone (the caller resolves it again).
+pub(super) fn raise_bound(res: &Resolved, name: &str, bucket: usize, need: i64) {
     check_writable();
     let s = space(res.idx);
     // SAFETY: a heavyweight lock by OID, released below or by abort.
@@ -531,33 +617,32 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, need: i64) {
         forget(name.as_bytes());
         return;
     }
-    let mut got = None;
-    {
-        let _su = RunAs::superuser();
-        while res.still_valid() && got.unwrap_or(s.bound.load(Ordering::Acquire)) < need {
-            // SAFETY: nextval_oid is a V1 function taking a regclass; DirectFunctionCall1Coll
-            // builds its call frame and is itself guarded by pgrx.
-            let d = unsafe {
-                pg_sys::DirectFunctionCall1Coll(
-                    Some(raw_nextval_oid),
-                    pg_sys::Oid::INVALID,
-                    pg_sys::Datum::from(res.seqoid),
-                )
-            };
-            got = Some(d.value() as i64);
-            s.raises.fetch_add(1, Ordering::Relaxed);
-        }
+    if s.bounds[bucket].load(Ordering::Acquire) >= need {
+        // raised by another backend meanwhile
+        // SAFETY: the lock taken above.
+        unsafe { pg_sys::UnlockRelationOid(res.seqoid, RAISE_LOCK) };
+        return;
     }
-    if let Some(v) = got {
-        // Everything inserted so far: our nextval's record, or the earlier record (possibly
-        // another backend's, still unflushed) that covers the value we got.
-        crate::segment::durable::flush_wal_and_wait_for_sync_standbys_for("a keyed space's new bound");
+    let got = {
+        let _su = RunAs::superuser();
+        super::bounds::raise_in_place(name, bucket, need, res.step)
+    };
+    let Some(v) = got else {
+        // SAFETY: the lock taken above.
+        unsafe { pg_sys::UnlockRelationOid(res.seqoid, RAISE_LOCK) };
+        missing_bounds(name);
+    };
+    s.raises.fetch_add(1, Ordering::Relaxed);
+    // Everything inserted so far: our record, or the earlier record (possibly another backend's,
+    // still unflushed) that wrote the bound we found.
+    crate::segment::durable::flush_wal_and_wait_for_sync_standbys_for("a keyed space's new bound");
+    {
         // Under the spaces lock: the entry may have been released and claimed by another space
-        // since, whose bound this value is not (claims write the generation and the bound
+        // since, whose bound this value is not (claims write the generation and the bounds
         // under that lock).
         let _g = Held::spaces();
         if res.still_valid() {
-            s.bound.fetch_max(v, Ordering::AcqRel);
+            s.bounds[bucket].fetch_max(v, Ordering::AcqRel);
         }
     }
     // SAFETY: the lock taken above.

@@ -21,15 +21,20 @@
 //! * A key and its section live in the same partition (the partition is chosen from the
 //!   section), so one partition lock covers loading a key from its section's floor and raising
 //!   that floor when the key is evicted.
-//! * A space's durable `bound` and its `floor` are atomics that only ever go up (`fetch_max`):
-//!   `bound` is raised only after the raise is durable (WAL flushed, synchronous standbys
-//!   confirmed); `floor` is raised under a partition lock when a section, or a key whose
-//!   section is not cached, is evicted.
+//! * A space's durable `bounds` and its `floors`, one of each per bucket of sections
+//!   (`pg_idgen_core::keyed::bucket_of`), are atomics that only ever go up (`fetch_max`) while
+//!   the entry's generation lasts: a bucket's bound is raised only after its raise is durable
+//!   (written in place, WAL flushed, synchronous standbys confirmed: `bounds`), under the spaces
+//!   lock with the generation checked; a bucket's floor is raised under a partition lock when a
+//!   section of that bucket, or a key of it whose section is not cached, is evicted. A claim
+//!   writes both arrays (the durable bounds read from the table) under the spaces lock, after
+//!   publishing the new generation.
 //! * Nothing but arithmetic and atomics happens under any of these locks: no SPI, no catalog
 //!   access, no I/O, no palloc, no ERROR. Reading the catalog and the backing sequence, and
-//!   raising a bound (nextval, WAL flush, the wait for standbys), run with no LWLock held; the
-//!   raises of one space are serialised by a heavyweight lock on its backing sequence
-//!   (`raise::raise_bound`), never by an LWLock.
+//!   raising a bound (the in-place write, WAL flush, the wait for standbys), run with no LWLock
+//!   held; raises of one bucket are serialised by the exclusive lock of the row's buffer, and
+//!   raises exclude claims of the space by a heavyweight lock on its backing sequence
+//!   (`space::raise_bound`, `space::resolve_slow`), never by an LWLock.
 //! * Locks are never nested: the spaces lock and a partition lock are not held together, nor two
 //!   partition locks.
 
@@ -39,6 +44,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use pgrx::pg_sys;
 
 use crate::lock::LockGuard;
+pub(super) use pg_idgen_core::keyed::BUCKETS;
 
 pub(super) const SHMEM_NAME: &CStr = c"pg_idgen keyed cache";
 pub(super) const TRANCHE_NAME: &CStr = c"pg_idgen keyed";
@@ -70,11 +76,12 @@ pub(super) struct Space {
     pub(super) section_size: i64,
     /// Changes whenever the entry is claimed or released (0: never claimed).
     pub(super) gen: AtomicU64,
-    /// Every value handed out is at most `bound`, which is durable.
-    pub(super) bound: AtomicI64,
-    /// A key whose section is not cached continues from here.
-    pub(super) floor: AtomicI64,
-    /// Statistics: bound raises (nextval calls) since server start.
+    /// Per bucket of sections: every value handed out for a key of the bucket is at most its
+    /// bound, which is durable.
+    pub(super) bounds: [AtomicI64; BUCKETS],
+    /// Per bucket: a key of the bucket whose section is not cached continues from here.
+    pub(super) floors: [AtomicI64; BUCKETS],
+    /// Statistics: bound raises (in-place writes) since the entry was claimed.
     pub(super) raises: AtomicI64,
     /// Used since the clock hand last passed (set by every use, cleared by the sweep).
     pub(super) referenced: AtomicBool,

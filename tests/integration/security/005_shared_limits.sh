@@ -4,7 +4,8 @@
 # other databases' keyed_next or segment_next fails. Port 29117.
 #  1. A keyed_next that resolves a space while keyed_drop + keyed_create of it are in flight, and
 #     waits for them, continues with the space created again instead of failing.
-#  2. A role with only CREATEDB clones a template database that has a space, calls keyed_next in
+#  2. A role with only CREATEDB clones a template database that has a space (USAGE granted to the
+#     role in the template, so in every clone), calls keyed_next in
 #     the clone and drops it, 140 times (more than the 128 entries): a space of another database,
 #     claimed afterwards, still works (the entries of dropped databases are reclaimed).
 #  3. The same role keeps 140 clones alive, each with its space and its segment tag in use: other
@@ -25,7 +26,8 @@ q "$P" "SET client_min_messages = warning" \
     "CREATE ROLE creator LOGIN CREATEDB" \
     "CREATE DATABASE tpl" "CREATE DATABASE victim" >/dev/null
 qdb "$P" tpl "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
-    "SELECT keyed_create('msg')" "SELECT segment_create('sq')" "ALTER DATABASE tpl IS_TEMPLATE true" >/dev/null
+    "SELECT keyed_create('msg')" "SELECT keyed_grant('msg', 'creator')" \
+    "SELECT segment_create('sq')" "ALTER DATABASE tpl IS_TEMPLATE true" >/dev/null
 qdb "$P" victim "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
     "SELECT keyed_create('early')" "SELECT keyed_create('late')" \
     "SELECT segment_create('vs')" "SELECT segment_create('vs2')" >/dev/null

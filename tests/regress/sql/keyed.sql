@@ -60,9 +60,10 @@ BEGIN READ ONLY;
 SELECT keyed_next('conv', 1);
 \set VERBOSITY default
 ROLLBACK;
--- the end of bigint: the bound reaches 9223372036854775807, then the key is exhausted (22003)
+-- the end of bigint: the bound reaches 9223372036854775807, then the key is exhausted (22003);
+-- the space's durable bounds (one per bucket of sections) moved by hand before its first use
 SELECT keyed_create('edge', step => 1000, section_size => 1);
-SELECT pg_catalog.setval(seq, 9223372036854774807) > 0 AS moved FROM pg_idgen_keyed_spaces WHERE space = 'edge';
+WITH u AS (UPDATE pg_idgen_keyed_bounds SET bound = 9223372036854774807 WHERE space = 'edge' RETURNING 1) SELECT count(*) = 1024 AS moved FROM u;
 SELECT keyed_next('edge', 1, 1000) AS last_bigint;
 \set VERBOSITY sqlstate
 SELECT keyed_next('edge', 1);
@@ -80,8 +81,86 @@ SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
 SELECT count(*) AS n, bool_and(v > 0) AS positive FROM (SELECT keyed_next('conv', k) AS v FROM keyed_keys) s;
 SELECT count(*) AS n, bool_and(v >= 0) AS read FROM (SELECT keyed_last('conv', k) AS v FROM keyed_keys) s;
 SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000 THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'off', false) AS parallel_forced;
--- ordinary roles: may call keyed_next/keyed_last, not create or drop
+-- privileges: a space is usable by superusers and by the roles granted USAGE on it (none by
+-- default); keyed_grant/keyed_revoke by superusers and holders of the grant option
 CREATE ROLE regress_keyed_mallory LOGIN NOSUPERUSER;
+CREATE ROLE regress_keyed_eve LOGIN NOSUPERUSER;
+CREATE ROLE regress_keyed_app NOLOGIN;
+SELECT space, owner = current_user AS owned_by_extension_owner, privileges FROM keyed_status WHERE space = 'conv';
+\set VERBOSITY sqlstate
+SET ROLE regress_keyed_mallory;
+SELECT keyed_next('conv', 1);
+SELECT keyed_next('conv', 1, 2);
+SELECT keyed_last('conv', 1);
+SELECT keyed_grant('conv', 'regress_keyed_mallory');
+SELECT keyed_revoke('conv', 'regress_keyed_mallory');
+RESET ROLE;
+\set VERBOSITY default
+SET ROLE regress_keyed_mallory;
+SELECT keyed_next('conv', 1);
+RESET ROLE;
+-- granted: mallory may use it (the same backend had it refused: the cache sees the GRANT)
+SELECT keyed_grant('conv', 'regress_keyed_mallory');
+SET ROLE regress_keyed_mallory;
+SELECT keyed_next('conv', 8001) AS granted, keyed_last('conv', 8001) AS granted_last;
+-- without the grant option mallory cannot pass it on
+\set VERBOSITY sqlstate
+SELECT keyed_grant('conv', 'regress_keyed_eve');
+RESET ROLE;
+-- revoked: refused again in the same backend
+SELECT keyed_revoke('conv', 'regress_keyed_mallory');
+SET ROLE regress_keyed_mallory;
+SELECT keyed_next('conv', 8001);
+RESET ROLE;
+\set VERBOSITY default
+-- through a group role: granted to regress_keyed_app, mallory a member; the membership revoked,
+-- refused again
+SELECT keyed_grant('conv', 'regress_keyed_app');
+GRANT regress_keyed_app TO regress_keyed_mallory;
+SET ROLE regress_keyed_mallory;
+SELECT keyed_next('conv', 8001) AS through_membership;
+RESET ROLE;
+REVOKE regress_keyed_app FROM regress_keyed_mallory;
+\set VERBOSITY sqlstate
+SET ROLE regress_keyed_mallory;
+SELECT keyed_next('conv', 8001);
+RESET ROLE;
+\set VERBOSITY default
+-- with the grant option mallory grants eve; revoking mallory's revokes eve's too (CASCADE)
+SELECT keyed_grant('conv', 'regress_keyed_mallory', with_grant_option => true);
+SET ROLE regress_keyed_mallory;
+SELECT keyed_grant('conv', 'regress_keyed_eve');
+RESET ROLE;
+SET ROLE regress_keyed_eve;
+SELECT keyed_next('conv', 8001) AS granted_by_mallory;
+RESET ROLE;
+SELECT keyed_revoke('conv', 'regress_keyed_mallory');
+\set VERBOSITY sqlstate
+SET ROLE regress_keyed_eve;
+SELECT keyed_next('conv', 8001);
+RESET ROLE;
+\set VERBOSITY default
+-- PUBLIC
+SELECT keyed_grant('conv', 'public');
+SET ROLE regress_keyed_eve;
+SELECT keyed_next('conv', 8001) AS as_public;
+RESET ROLE;
+SELECT keyed_revoke('conv', 'PUBLIC');
+SELECT keyed_revoke('conv', 'regress_keyed_app');
+SELECT privileges FROM keyed_status WHERE space = 'conv';
+-- errors: unknown space, unknown role, NULLs, grant option to PUBLIC
+\set VERBOSITY sqlstate
+SELECT keyed_grant('nope', 'regress_keyed_eve');
+SELECT keyed_grant('conv', 'regress_keyed_nobody');
+SELECT keyed_grant(NULL, 'regress_keyed_eve');
+SELECT keyed_grant('conv', NULL);
+SELECT keyed_grant('conv', 'regress_keyed_eve', NULL);
+SELECT keyed_revoke('conv', NULL);
+SELECT keyed_grant('conv', 'public', with_grant_option => true);
+\set VERBOSITY default
+SELECT keyed_grant('conv', 'regress_keyed_nobody');
+-- a role granted the space, with a hostile search_path: calls nothing of its own
+SELECT keyed_grant('conv', 'regress_keyed_mallory');
 CREATE SCHEMA keyed_mallory AUTHORIZATION regress_keyed_mallory;
 CREATE TABLE public.keyed_shadow_calls (fn text);
 GRANT INSERT, SELECT ON public.keyed_shadow_calls TO PUBLIC;
@@ -120,4 +199,4 @@ SELECT keyed_next('conv', 1) AS fresh;
 SELECT keyed_drop('conv');
 DROP TABLE keyed_keys, public.keyed_shadow_calls;
 DROP SCHEMA keyed_mallory CASCADE;
-DROP ROLE regress_keyed_mallory;
+DROP ROLE regress_keyed_mallory, regress_keyed_eve, regress_keyed_app;
