@@ -112,7 +112,7 @@ netns_rules() { netns_exec "$1" nft list table inet netns_cut | grep -E 'drop' |
 
 # netns_cleanup_prefix PREFIX: every namespace PREFIX-*, its processes, and the bridge PREFIXbr
 netns_cleanup_prefix() {
-    local prefix=$1 ns pids i
+    local prefix=$1 ns pids i v
     for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$prefix-" || true); do
         # the processes still in the namespace (ours: only this test starts processes there)
         for i in 1 2 3 4 5 6 7 8 9 10; do
@@ -123,6 +123,11 @@ netns_cleanup_prefix() {
             sleep 0.2
         done
         ip netns del "$ns" 2>/dev/null || true
+    done
+    # the root ends of the veth pairs (deleting one end deletes the pair: a namespace the kernel
+    # is still tearing down, sockets closing in it, can keep the other end for a while)
+    for v in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^${prefix}v[0-9]+\$" || true); do
+        ip link del "$v" 2>/dev/null || true
     done
     ip link del "${prefix}br" 2>/dev/null || true
 }

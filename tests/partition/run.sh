@@ -222,7 +222,6 @@ scenario_skew() {   # scenario_skew sync|async|async-covered
     host_add p; host_add s
     local conf=("pg_idgen.worker_id = 1" "pg_idgen.layout = '$LAYOUT'" "pg_idgen.max_drift_ms = 3000" "pg_idgen.clock_skew_ms = $skewms")
     pg_init p "${conf[@]}" || return
-    [ "$kind" != sync ] || echo "synchronous_standby_names = '*'" >> "$W/p/data/postgresql.conf"
     pg_start p || return
     pq p "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
         "SELECT segment_create('pt_ins'), segment_create('pt_sel'), keyed_create('pt', 100)" \
@@ -232,6 +231,11 @@ scenario_skew() {   # scenario_skew sync|async|async-covered
     pg_start s "$W/s/faketime" || return
     streaming() { [ "$(pq p "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 1 ]; }
     wait_until 30 "s streaming from p" streaming || return
+    if [ "$kind" = sync ]; then
+        pq p "ALTER SYSTEM SET synchronous_standby_names = '*'" "SELECT pg_reload_conf()" >/dev/null
+        is_sync() { [ "$(pq p "SELECT sync_state FROM pg_stat_replication")" = sync ]; }
+        wait_until 30 "s the synchronous standby of p" is_sync || return
+    fi
     log "$name: s's clock: $(pq s "SELECT to_char(clock_timestamp(), 'HH24:MI:SS')"), p's: $(pq p "SELECT to_char(clock_timestamp(), 'HH24:MI:SS')")"
     new_round "$name"
     load_start p p "$(dsn_of p)" --inserters 2 --selectors 2
