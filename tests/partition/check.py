@@ -70,11 +70,21 @@ old_last = max((v[7] for v in old_vals), default=float("nan"))
 new_first = min((v[7] for v in new_vals), default=float("nan"))
 out["old_values_after_cut"] = sum(1 for v in old_vals if v[7] >= cut)
 out["old_last_after_cut_s"] = "%.1f" % (old_last - cut)
+# what the clients on the old node's own side (named after its host) got from it after the cut;
+# a client on the other side can receive, after the heal, an answer the old node sent before it
+# stopped (held in TCP retransmission while the link was cut)
+side = ev.get("old_host")
+if side:
+    own = [v for v in old_vals if v[0].startswith(side + ".") and v[7] >= cut]
+    out["old_side_values_after_cut"] = len(own)
+    out["old_side_last_after_cut_s"] = "%.1f" % (max((v[7] for v in own), default=cut) - cut)
+    out["old_side_inserts_after_cut"] = sum(1 for v in own if v[1] == "ins")
 out["new_first_after_cut_s"] = "%.1f" % (new_first - cut)
 if "new_seen" in ev:
     out["new_seen_after_cut_s"] = "%.1f" % (float(ev["new_seen"]) - cut)
 out["new_values"] = len(new_vals)
-# the two sides generating at once: values of the old node received after the new node's first
+# values of the old node RECEIVED after the new node's first value was received (a receive time
+# is at or after the generation: 0 here proves the old node generated nothing after it)
 out["overlap_values"] = sum(1 for v in old_vals if not math.isnan(new_first) and v[7] >= new_first)
 top = max((v[2] for v in old_vals), default=0)
 out["new_ids_at_or_below_old"] = sum(1 for v in new_vals if v[2] <= top)

@@ -140,6 +140,7 @@ ${extra}  initdb:
   pg_hba:
     - local all all trust
     - host all all 127.0.0.1/32 trust
+    - host replication all 127.0.0.1/32 trust
     - host all all $SUBNET trust
     - host replication all $SUBNET trust
 postgresql:
@@ -161,6 +162,7 @@ postgresql:
   pg_hba:
     - local all all trust
     - host all all 127.0.0.1/32 trust
+    - host replication all 127.0.0.1/32 trust
     - host all all $SUBNET trust
     - host replication all $SUBNET trust
 EOF
@@ -181,7 +183,9 @@ leader_seen_by() { members "$1" 2>/dev/null | awk '$2 == "leader" && $3 == "runn
 dsn_of() {
     local h hosts="" ports=""
     for h in "$@"; do hosts+="${hosts:+,}$(netns_ip "$h")"; ports+="${ports:+,}5432"; done
-    echo "host=$hosts port=$ports user=postgres dbname=postgres target_session_attrs=read-write"
+    # keepalives and tcp_user_timeout: a client whose server is cut off while it waits for an
+    # answer gives the connection up after a few seconds instead of TCP's minutes of retransmissions
+    echo "host=$hosts port=$ports user=postgres dbname=postgres target_session_attrs=read-write keepalives_idle=1 keepalives_interval=1 keepalives_count=3 tcp_user_timeout=4000"
 }
 load_start() {   # load_start HOST NAME DSN [options]: clients in HOST's namespace writing to $OUT
     local h=$1 name=$2 dsn=$3; shift 3
@@ -189,10 +193,14 @@ load_start() {   # load_start HOST NAME DSN [options]: clients in HOST's namespa
         >>"$OUT/load.$name.log" 2>&1 &
     LOAD_PIDS+=($!)
 }
-load_stop() {
+load_stop() {   # bounded: a loader still running 40 s after the stop is killed (a failure)
     touch "$OUT/stop"
-    local p rc=0
-    for p in ${LOAD_PIDS[@]+"${LOAD_PIDS[@]}"}; do wait "$p" || rc=$?; done
+    local p rc=0 end=$((SECONDS + 40))
+    for p in ${LOAD_PIDS[@]+"${LOAD_PIDS[@]}"}; do
+        while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
+        kill -0 "$p" 2>/dev/null && { kill -KILL "$p"; ko "a loader did not stop within 40 s"; }
+        wait "$p" || rc=$?
+    done
     LOAD_PIDS=()
     [ $rc -eq 0 ] || { ko "load.py exited with $rc"; cat "$OUT"/load.*.log | tail -5; }
 }
