@@ -6,7 +6,7 @@
 # (tests/partition/check.py): no snowflake id, segment value or keyed value handed out twice, no
 # acknowledged insert lost where the mode promises it.
 #
-# Scenarios (PARTITION_SCENARIOS, default the CI subset "leader-sync lease-isolated skew-sync";
+# Scenarios (PARTITION_SCENARIOS, default the CI subset "leader-sync lease-isolated lease-answers-lost skew-sync";
 # "all" runs every one, as make test-all does):
 #   leader-sync, leader-async   a Patroni group (three hosts, each with PostgreSQL, Patroni 4.1.5
 #       and an etcd member; ttl 20, loop_wait 1, retry_timeout 5; one worker id for the group) with
@@ -39,7 +39,7 @@ export PG=${PG:-18}
 
 [ "$(id -u)" = 0 ] || { log "SKIP: network namespaces need root"; finish; }
 command -v nft >/dev/null || { ko "nft not found (scripts/deps.sh --ha installs nftables)"; finish; }
-SCEN=${PARTITION_SCENARIOS:-leader-sync lease-isolated skew-sync}
+SCEN=${PARTITION_SCENARIOS:-leader-sync lease-isolated lease-answers-lost skew-sync}
 [ "$SCEN" != all ] || SCEN="leader-sync leader-async lease-isolated lease-renewals-lost lease-answers-lost skew-sync skew-async skew-async-covered"
 LAYOUT='time=41,worker=10,sequence=1,unit_ms=10,epoch=2026-01-01'
 FIGURES=""
