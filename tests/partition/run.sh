@@ -17,12 +17,14 @@
 #       worker id 1 (lease_mode = fixed, lease_ttl 6, lease_margin 1) from a registry on a third
 #       host, clients on both: the holder is cut from the registry only (both ways; its packets to
 #       the registry only; the registry's packets to it only); the other server takes the id over.
-#   skew-sync, skew-async, skew-async-covered   a primary and a streaming standby whose clock runs
+#   skew-sync, skew-async, skew-async-covered, skew-lease   a primary and a streaming standby whose clock runs
 #       8 s behind (libfaketime), layout of 200 ids/s so the primary's ids run ahead of its clock
 #       (max_drift_ms 3000); the primary is cut off while its clients keep calling, stopped
 #       (fenced) 2 s later, the standby promoted at once: with a synchronous standby; with an
 #       asynchronous one and the default clock_skew_ms (250: the skew is beyond what the docs
-#       cover, the figure is reported); and asynchronous with clock_skew_ms = 10000 (covering it).
+#       cover, the figure is reported); asynchronous with clock_skew_ms = 10000 (covering it); and
+#       skew-lease: asynchronous, the worker id leased (fixed) from a registry on a third host,
+#       default clock_skew_ms (the registry's high-water mark covers the skew).
 # Asserted per scenario: see each function. Reported: failover/takeover times, client errors,
 # refusals, values per side.
 # Env: PARTITION_SCENARIOS, NETNS_PREFIX / NETNS_NET (scripts/netns.sh), PARTITION_KEEP=DIR (keep
@@ -40,7 +42,7 @@ export PG=${PG:-18}
 [ "$(id -u)" = 0 ] || { log "SKIP: network namespaces need root"; finish; }
 command -v nft >/dev/null || { ko "nft not found (scripts/deps.sh --ha installs nftables)"; finish; }
 SCEN=${PARTITION_SCENARIOS:-leader-sync lease-isolated lease-answers-lost skew-sync}
-[ "$SCEN" != all ] || SCEN="leader-sync leader-async lease-isolated lease-renewals-lost lease-answers-lost skew-sync skew-async skew-async-covered"
+[ "$SCEN" != all ] || SCEN="leader-sync leader-async lease-isolated lease-renewals-lost lease-answers-lost skew-sync skew-async skew-async-covered skew-lease"
 LAYOUT='time=41,worker=10,sequence=1,unit_ms=10,epoch=2026-01-01'
 FIGURES=""
 
@@ -219,12 +221,20 @@ scenario_skew() {   # scenario_skew sync|async|async-covered
     reset_hosts; LEASE_UP=0; PATRONI_UP=0
     host_add p; host_add s
     local conf=("pg_idgen.worker_id = 1" "pg_idgen.layout = '$LAYOUT'" "pg_idgen.max_drift_ms = 3000" "pg_idgen.clock_skew_ms = $skewms")
+    local sconf=("synchronous_standby_names = ''")
+    if [ "$kind" = lease ]; then   # the worker id leased from a registry on a third host
+        host_add reg; pg_init reg && pg_start reg || return
+        pq reg "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
+        conf+=("pg_idgen.lease_mode = fixed" "pg_idgen.node_name = 'p'" "pg_idgen.lease_ttl = 6" "pg_idgen.lease_margin = 1"
+               "pg_idgen.registry = 'host=$(netns_ip reg) port=5432 user=postgres dbname=postgres connect_timeout=2'")
+        sconf+=("pg_idgen.node_name = 's'")
+    fi
     pg_init p "${conf[@]}" || return
     pg_start p || return
     pq p "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
         "SELECT segment_create('pt_ins'), segment_create('pt_sel'), keyed_create('pt', 100)" \
         "CREATE TABLE pt_ids (id bigint PRIMARY KEY DEFAULT snowflake_next(), seg bigint NOT NULL DEFAULT segment_next('pt_ins'), client text, k int, kv bigint, at timestamptz DEFAULT clock_timestamp())" >/dev/null
-    pg_standby_init s p "synchronous_standby_names = ''" || return
+    pg_standby_init s p "${sconf[@]}" || return
     echo "-8s" > "$W/s/faketime"; chmod 644 "$W/s/faketime"
     pg_start s "$W/s/faketime" || return
     streaming() { [ "$(pq p "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 1 ]; }
@@ -246,7 +256,7 @@ scenario_skew() {   # scenario_skew sync|async|async-covered
     netns_pg s "$PGBIN/pg_ctl" -D "$W/s/data" -w -t 60 promote >/dev/null || { ko "$name: promote failed"; return; }
     event new_seen "$(now)"
     load_start s s "$(dsn_of s)" --inserters 2 --selectors 2
-    wait_until 60 "values from the promoted s" value_after s "$(netns_ip s)" "$t0" || true
+    wait_until 90 "values from the promoted s" value_after s "$(netns_ip s)" "$t0" || true
     local end=$((SECONDS + 5)); while [ $SECONDS -lt $end ]; do sleep 0.5; done
     load_stop
     pq s "COPY (SELECT id, seg, kv FROM pt_ids) TO STDOUT" > "$OUT/final.tsv"
