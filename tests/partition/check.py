@@ -88,6 +88,10 @@ out["new_values"] = len(new_vals)
 out["overlap_values"] = sum(1 for v in old_vals if not math.isnan(new_first) and v[7] >= new_first)
 top = max((v[2] for v in old_vals), default=0)
 out["new_ids_at_or_below_old"] = sum(1 for v in new_vals if v[2] <= top)
+# the longest time with no value handed out to any client, from the cut on (a stall)
+after = sorted(v[7] for v in values if v[7] >= cut)
+gaps = [b - a for a, b in zip([cut] + after, after)]
+out["longest_stall_after_cut_s"] = "%.1f" % max(gaps, default=float("nan"))
 # per server, in the order a client received them: snowflake ids of one client increase
 dec = 0
 last_by_client = {}

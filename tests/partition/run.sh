@@ -13,6 +13,10 @@
 #       clients on every host; the leader's host is cut from every other host (from etcd's majority
 #       and from its standbys) while its own clients keep calling it; healed once a new leader
 #       hands out values; the old leader rejoins (pg_rewind). synchronous_mode true / false.
+#   split-sync, split-async   the same group split into a majority {leader, a standby} and a
+#       minority {the other standby; in synchronous mode the synchronous one}, etcd members on both
+#       sides: the leader goes on (Patroni names the other standby synchronous), the minority never
+#       leads; no value twice, every acknowledged insert kept; the longest stall reported.
 #   lease-isolated, lease-renewals-lost, lease-answers-lost   two independent servers leasing
 #       worker id 1 (lease_mode = fixed, lease_ttl 6, lease_margin 1) from a registry on a third
 #       host, clients on both: the holder is cut from the registry only (both ways; its packets to
@@ -42,7 +46,7 @@ export PG=${PG:-18}
 [ "$(id -u)" = 0 ] || { log "SKIP: network namespaces need root"; finish; }
 command -v nft >/dev/null || { ko "nft not found (scripts/deps.sh --ha installs nftables)"; finish; }
 SCEN=${PARTITION_SCENARIOS:-leader-sync lease-isolated lease-answers-lost skew-sync}
-[ "$SCEN" != all ] || SCEN="leader-sync leader-async lease-isolated lease-renewals-lost lease-answers-lost skew-sync skew-async skew-async-covered skew-lease"
+[ "$SCEN" != all ] || SCEN="leader-sync leader-async split-sync split-async lease-isolated lease-renewals-lost lease-answers-lost skew-sync skew-async skew-async-covered skew-lease"
 LAYOUT='time=41,worker=10,sequence=1,unit_ms=10,epoch=2026-01-01'
 FIGURES=""
 
@@ -116,7 +120,7 @@ scenario_leader() {   # scenario_leader sync|async
     old=$(leader_seen_by n1); [ -n "$old" ] || old=$(leader_seen_by n2)
     other=$( for h in n1 n2 n3; do [ "$h" = "$old" ] || { echo "$h"; break; }; done )
     local want=true; [ "$mode" = sync ] || want=false
-    patronictl "$other" edit-config --force -s "synchronous_mode=$want" pt >/dev/null
+    patronictl "$other" edit-config --force -s "synchronous_mode=$want" pt >/dev/null 2>&1 || true
     if [ "$mode" = sync ]; then
         wait_until 60 "Patroni naming a synchronous standby" sync_named "$other" || return
     else
@@ -152,6 +156,56 @@ scenario_leader() {   # scenario_leader sync|async
         check "$name: every acknowledged insert on the final leader" "$(get acked_missing)" -eq 0
     fi
     figure "$name: the old leader's clients got $(get old_side_values_after_cut) values from it after the cut ($(get old_side_inserts_after_cut) inserts), the last $(get old_side_last_after_cut_s) s after it; its last answer to any client received $(get old_last_after_cut_s) s after the cut ($(get overlap_values) received after the new leader's first); new leader seen $(get new_seen_after_cut_s) s, its first value $(get new_first_after_cut_s) s; $(get values) values ($(get per_server)); twice: snowflake $(get snowflake_twice), segment $(get segment_twice), keyed $(get keyed_twice); acknowledged inserts missing $(get acked_missing); client errors $(get error_codes)"
+}
+
+# ---------------------------------------------------------------------------------------------
+# split-sync / split-async: a majority/minority split of the group, etcd members on both sides;
+# the minority is a standby alone (in synchronous mode the synchronous one): the leader keeps
+# etcd's majority and goes on, the minority cannot elect itself
+scenario_split() {   # scenario_split sync|async
+    local mode=$1 name=split-$1 leader minor other t0 h
+    [ $PATRONI_UP = 1 ] || patroni_group || { ko "$name: the Patroni group did not start"; return; }
+    leader=$(leader_seen_by n1); [ -n "$leader" ] || leader=$(leader_seen_by n2)
+    local want=true; [ "$mode" = sync ] || want=false
+    patronictl "$leader" edit-config --force -s "synchronous_mode=$want" pt >/dev/null 2>&1 || true
+    if [ "$mode" = sync ]; then
+        wait_until 60 "Patroni naming a synchronous standby" sync_named "$leader" || return
+        minor=$(members "$leader" | awk '$2 == "sync_standby" { print $1; exit }')
+    else
+        nosync() { [ -z "$(pq "$leader" 'SHOW synchronous_standby_names' 2>/dev/null)" ]; }
+        wait_until 60 "synchronous_standby_names empty" nosync || return
+        minor=$(members "$leader" | awk '$2 != "leader" { print $1; exit }')
+    fi
+    other=$( for h in n1 n2 n3; do [ "$h" = "$leader" ] || [ "$h" = "$minor" ] || echo "$h"; done )
+    new_round "$name"
+    for h in n1 n2 n3; do load_start "$h" "$h" "$(dsn_of "$h" $(printf '%s\n' n1 n2 n3 | grep -v "^$h\$"))" --inserters 2 --selectors 1; done
+    wait_until 60 "the clients getting values from $leader" value_after "$other" "$(netns_ip "$leader")" 0 || return
+    sleep 1
+    t0=$(now); netns_split "$leader $other" "$minor"
+    event cut "$t0"
+    log "$name: {$leader (leader), $other} | {$minor$([ "$mode" = async ] || echo ', the synchronous standby')}"
+    if [ "$mode" = sync ]; then
+        other_sync() { members "$leader" 2>/dev/null | grep -q "^$other sync_standby streaming "; }
+        wait_until 60 "Patroni naming $other the synchronous standby" other_sync || members "$leader"
+    fi
+    wait_until 60 "values from $leader after the split" value_after "$other" "$(netns_ip "$leader")" "$(awk -v t="$t0" 'BEGIN { printf "%.3f", t + 3 }')" || true
+    # the minority side: its Patroni cannot take the leader key (no etcd quorum on its side)
+    local end=$((SECONDS + 25)) minor_led=0
+    while [ $SECONDS -lt $end ]; do [ "$(leader_seen_by "$minor")" = "$minor" ] && minor_led=1; sleep 1; done
+    check "$name: the minority ($minor) never became leader" "$minor_led" -eq 0
+    check "$name: $leader still leads" "$(leader_seen_by "$leader")" == "$leader"
+    event heal "$(now)"; netns_heal
+    wait_until 120 "$minor streaming again" healthy "$leader" || members "$leader"
+    load_stop
+    pq "$leader" "COPY (SELECT id, seg, kv FROM pt_ids) TO STDOUT" > "$OUT/final.tsv"
+    run_check "$name" "$OUT/final.tsv" || return
+    check "$name: values recorded" "$(get values)" -gt 300
+    check "$name: no snowflake id handed out twice" "$(get snowflake_twice)" -eq 0
+    check "$name: no segment value handed out twice" "$(get segment_twice)" -eq 0
+    check "$name: no keyed value handed out twice" "$(get keyed_twice)" -eq 0
+    check "$name: every acknowledged insert on the leader (no failover)" "$(get acked_missing)" -eq 0
+    check "$name: each client's ids increasing" "$(get client_ids_not_increasing)" -eq 0
+    figure "$name: the leader went on; the longest time without a value after the split $(get longest_stall_after_cut_s) s; $(get values) values ($(get per_server)); twice: snowflake $(get snowflake_twice), segment $(get segment_twice), keyed $(get keyed_twice); acknowledged inserts missing $(get acked_missing); client errors $(get error_codes)"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -283,6 +337,7 @@ for sc in $SCEN; do
     ts=$SECONDS
     case $sc in
         leader-sync|leader-async) scenario_leader "${sc#leader-}" ;;
+        split-sync|split-async) scenario_split "${sc#split-}" ;;
         lease-*) [ $PATRONI_UP = 0 ] || { PATRONI_UP=0; }; scenario_lease "${sc#lease-}" ;;
         skew-*) scenario_skew "${sc#skew-}" ;;
         *) ko "unknown scenario $sc" ;;
