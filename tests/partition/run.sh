@@ -29,6 +29,9 @@
 #       cover, the figure is reported); asynchronous with clock_skew_ms = 10000 (covering it); and
 #       skew-lease: asynchronous, the worker id leased (fixed) from a registry on a third host,
 #       default clock_skew_ms (the registry's high-water mark covers the skew).
+#   clock-jump   one server under load, libfaketime: its clock 10 min ahead for a few seconds and
+#       back, a restart while behind, then the clock past the jump's ids: nothing handed out while
+#       behind (55000), nothing twice, each client's ids increasing.
 # Asserted per scenario: see each function. Reported: failover/takeover times, client errors,
 # refusals, values per side.
 # Env: PARTITION_SCENARIOS, NETNS_PREFIX / NETNS_NET (scripts/netns.sh), PARTITION_KEEP=DIR (keep
@@ -46,7 +49,7 @@ export PG=${PG:-18}
 [ "$(id -u)" = 0 ] || { log "SKIP: network namespaces need root"; finish; }
 command -v nft >/dev/null || { ko "nft not found (scripts/deps.sh --ha installs nftables)"; finish; }
 SCEN=${PARTITION_SCENARIOS:-leader-sync lease-isolated lease-answers-lost skew-sync}
-[ "$SCEN" != all ] || SCEN="leader-sync leader-async split-sync split-async lease-isolated lease-renewals-lost lease-answers-lost skew-sync skew-async skew-async-covered skew-lease"
+[ "$SCEN" != all ] || SCEN="leader-sync leader-async split-sync split-async lease-isolated lease-renewals-lost lease-answers-lost skew-sync skew-async skew-async-covered skew-lease clock-jump"
 LAYOUT='time=41,worker=10,sequence=1,unit_ms=10,epoch=2026-01-01'
 FIGURES=""
 
@@ -332,6 +335,44 @@ scenario_skew() {   # scenario_skew sync|async|async-covered
     figure "$name: p's last value $(get old_last_after_cut_s) s after the cut, s's first $(get new_first_after_cut_s) s (promoted at $(get new_seen_after_cut_s) s); $(get values) values ($(get per_server)); twice: snowflake $(get snowflake_twice), segment $(get segment_twice), keyed $(get keyed_twice); s's ids at or below p's: $(get new_ids_at_or_below_old); acknowledged inserts missing $(get acked_missing); client errors $(get error_codes)"
 }
 
+# ---------------------------------------------------------------------------------------------
+# clock-jump: one server under load whose clock jumps 10 min ahead for 3 s and back, then is
+# restarted while behind, then its clock passes the ids of the jump
+scenario_clock_jump() {
+    local name=clock-jump t_back t_fwd n_behind
+    reset_hosts; LEASE_UP=0; PATRONI_UP=0
+    host_add j
+    pg_init j "pg_idgen.worker_id = 1" "pg_idgen.layout = '$LAYOUT'" "pg_idgen.max_drift_ms = 3000" || return
+    echo "+0" > "$W/j/faketime"; chmod 644 "$W/j/faketime"
+    pg_start j "$W/j/faketime" || return
+    pq j "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
+        "SELECT segment_create('pt_ins'), segment_create('pt_sel'), keyed_create('pt', 100)" \
+        "CREATE TABLE pt_ids (id bigint PRIMARY KEY DEFAULT snowflake_next(), seg bigint NOT NULL DEFAULT segment_next('pt_ins'), client text, k int, kv bigint, at timestamptz DEFAULT clock_timestamp())" >/dev/null
+    new_round "$name"
+    load_start j j "$(dsn_of j)" --inserters 2 --selectors 1
+    wait_until 30 "values from j" value_after j "$(netns_ip j)" 0 || return
+    sleep 1
+    event cut "$(now)"; echo "+600s" > "$W/j/faketime"
+    wait_until 30 "values with the clock 10 min ahead" value_after j "$(netns_ip j)" "$(awk -v t="$(now)" 'BEGIN { printf "%.3f", t + 1 }')" || true
+    echo "+0" > "$W/j/faketime"; t_back=$(now); event back "$t_back"
+    sleep 4
+    pg_stop j fast; pg_start j "$W/j/faketime" || return   # a restart while the clock is behind its ids
+    sleep 3
+    echo "+605s" > "$W/j/faketime"; t_fwd=$(now); event forward "$t_fwd"
+    wait_until 30 "values once the clock passed the ids of the jump" value_after j "$(netns_ip j)" "$t_fwd" || true
+    load_stop
+    run_check "$name" || return
+    # values received from 0.5 s after the jump back until the clock passed the jump's ids
+    n_behind=$(cat "$OUT"/values.*.tsv | awk -F'\t' -v a="$t_back" -v b="$t_fwd" '$8 > a + 0.5 && $8 < b' | wc -l)
+    check "$name: no snowflake id handed out twice" "$(get snowflake_twice)" -eq 0
+    check "$name: no segment value handed out twice" "$(get segment_twice)" -eq 0
+    check "$name: no keyed value handed out twice" "$(get keyed_twice)" -eq 0
+    check "$name: each client's ids increasing across the jumps and the restart" "$(get client_ids_not_increasing)" -eq 0
+    check "$name: nothing handed out while the clock was behind the ids (refused instead)" "$n_behind" -eq 0
+    check "$name: refusals (55000) while behind" "$(get refusals)" -gt 0
+    figure "$name: $(get values) values; twice: snowflake $(get snowflake_twice), segment $(get segment_twice), keyed $(get keyed_twice); values while behind $n_behind; client errors $(get error_codes)"
+}
+
 T0=$SECONDS
 for sc in $SCEN; do
     ts=$SECONDS
@@ -340,6 +381,7 @@ for sc in $SCEN; do
         split-sync|split-async) scenario_split "${sc#split-}" ;;
         lease-*) [ $PATRONI_UP = 0 ] || { PATRONI_UP=0; }; scenario_lease "${sc#lease-}" ;;
         skew-*) scenario_skew "${sc#skew-}" ;;
+        clock-jump) scenario_clock_jump ;;
         *) ko "unknown scenario $sc" ;;
     esac
     log "$sc: $((SECONDS - ts)) s"
