@@ -10,6 +10,7 @@ Usage: load.py DSN OUTDIR NAME [--inserters N] [--selectors N] [--what snowflake
               k cycles over 4 keys)
     selector: SELECT snowflake_next(), segment_next('pt_sel'), keyed_next('pt', k)
   --what snowflake: SELECT snowflake_next() only (nodes that share nothing but a worker id)
+  --what segment:TAG: SELECT snowflake_next(), segment_next(TAG) (a registry-owned tag of a fleet)
   After an error the client closes its connection, waits (20 ms, doubled while errors last, at most
   0.5 s) and reconnects; nothing is retried inside a transaction, so a value is recorded only when
   the server returned it. connect_timeout 2 s, and a statement_timeout of 10 s: a call blocked
@@ -55,7 +56,11 @@ def client(kind, i):
                 conn = psycopg.connect(DSN, autocommit=True, connect_timeout=2,
                                        options="-c statement_timeout=10000")
                 addr = conn.execute("SELECT host(inet_server_addr())").fetchone()[0] or "local"
-            if WHAT == "snowflake":
+            if WHAT.startswith("segment:"):
+                row = conn.execute("SELECT snowflake_next(), segment_next(%s), -1",
+                                   (WHAT[8:],)).fetchone()
+                k = -1
+            elif WHAT == "snowflake":
                 row = conn.execute("SELECT snowflake_next()").fetchone()
                 row = (row[0], -1, -1)
                 k = -1

@@ -32,6 +32,9 @@
 #   clock-jump   one server under load, libfaketime: its clock 10 min ahead for a few seconds and
 #       back, a restart while behind, then the clock past the jump's ids: nothing handed out while
 #       behind (55000), nothing twice, each client's ids increasing.
+#   registry-slots   four nodes leasing worker ids 1-4 serve a registry-owned segment tag (12
+#       slots); the registry is cut from two of them while the first one's slots are drained and
+#       one of the second's moved: no segment value twice across the fleet.
 # Asserted per scenario: see each function. Reported: failover/takeover times, client errors,
 # refusals, values per side.
 # Env: PARTITION_SCENARIOS, NETNS_PREFIX / NETNS_NET (scripts/netns.sh), PARTITION_KEEP=DIR (keep
@@ -49,7 +52,7 @@ export PG=${PG:-18}
 [ "$(id -u)" = 0 ] || { log "SKIP: network namespaces need root"; finish; }
 command -v nft >/dev/null || { ko "nft not found (scripts/deps.sh --ha installs nftables)"; finish; }
 SCEN=${PARTITION_SCENARIOS:-leader-sync lease-isolated lease-answers-lost skew-sync}
-[ "$SCEN" != all ] || SCEN="leader-sync leader-async split-sync split-async lease-isolated lease-renewals-lost lease-answers-lost skew-sync skew-async skew-async-covered skew-lease clock-jump"
+[ "$SCEN" != all ] || SCEN="leader-sync leader-async split-sync split-async lease-isolated lease-renewals-lost lease-answers-lost skew-sync skew-async skew-async-covered skew-lease clock-jump registry-slots"
 LAYOUT='time=41,worker=10,sequence=1,unit_ms=10,epoch=2026-01-01'
 FIGURES=""
 
@@ -336,6 +339,62 @@ scenario_skew() {   # scenario_skew sync|async|async-covered
 }
 
 # ---------------------------------------------------------------------------------------------
+# registry-slots: four nodes leasing worker ids 1-4 serve a registry-owned segment tag (12 slots);
+# the registry is cut from half the fleet (a, b) and, meanwhile, a's slots are drained to the
+# others and one of b's moved to c
+scenario_registry_slots() {
+    local name=registry-slots t0 h i=0 fleet="a b c d"
+    reset_hosts; LEASE_UP=0; PATRONI_UP=0
+    host_add reg; for h in $fleet; do host_add "$h"; done
+    pg_init reg && pg_start reg || return
+    pq reg "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
+    for h in $fleet; do
+        i=$((i + 1))
+        pg_init "$h" "pg_idgen.lease_mode = fixed" "pg_idgen.worker_id = $i" "pg_idgen.node_name = '$h'" \
+            "pg_idgen.registry = 'host=$(netns_ip reg) port=5432 user=postgres dbname=postgres connect_timeout=2'" \
+            "pg_idgen.lease_ttl = 6" "pg_idgen.lease_margin = 1" || return
+        pg_start "$h" || return
+        pq "$h" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
+    done
+    holds() { [ "$(pq "$1" "SELECT state FROM snowflake_lease()" 2>/dev/null)" = held ]; }
+    for h in $fleet; do wait_until 30 "$h holding its worker id" holds "$h" || return; done
+    for h in $fleet; do pq "$h" "SELECT segment_create('rs', 10, slots => 12, registry => true)" >/dev/null || { ko "$name: segment_create on $h"; return; }; done
+    pq reg "SELECT segment_registry_assign('rs', 12, ARRAY[1, 2, 3, 4])" >/dev/null || { ko "$name: segment_registry_assign"; return; }
+    serves() { pq "$1" "SELECT segment_next('rs')" >/dev/null 2>&1; }
+    for h in $fleet; do wait_until 30 "$h serving its slots" serves "$h" || return; done
+    new_round "$name"
+    for h in $fleet; do load_start "$h" "$h" "$(dsn_of "$h")" --what segment:rs --inserters 0 --selectors 2; done
+    for h in $fleet; do wait_until 30 "values from $h" value_after "$h" "$(netns_ip "$h")" 0 || return; done
+    sleep 1
+    t0=$(now); netns_split "reg" "a b"; event cut "$t0"
+    local drained moved
+    drained=$(pq reg "SELECT string_agg(slot || '->' || to_worker, ' ') FROM segment_registry_drain('rs', 1)")
+    moved=$(pq reg "SELECT slot FROM pg_idgen_segment_owners WHERE tag = 'rs' AND owner = 2 AND state = 'held' ORDER BY slot LIMIT 1")
+    moved="$moved: $(pq reg "SELECT segment_registry_move('rs', $moved, 3)")"
+    log "$name: registry cut from a and b; a's slots drained ($drained), b's slot $moved to c (worker 3)"
+    # the moves to c and d complete once a's and b's leases ran out by the registry's clock (a
+    # slot drained to b waits for b, cut off too, until the heal)
+    taken() { [ "$(pq reg "SELECT count(*) FROM pg_idgen_segment_owners WHERE tag = 'rs' AND state <> 'held' AND move_to IN (3, 4)")" = 0 ]; }
+    wait_until 60 "the slots moved to c and d held by them" taken || pq reg "SELECT slot, owner, state, move_to FROM pg_idgen_segment_owners WHERE tag = 'rs' ORDER BY slot"
+    local t_taken; t_taken=$(now)
+    local end=$((SECONDS + 3)); while [ $SECONDS -lt $end ]; do sleep 0.5; done
+    netns_heal; event heal "$(now)"
+    for h in a b; do wait_until 30 "$h holding its worker id again" holds "$h" || true; done
+    settled() { [ "$(pq reg "SELECT count(*) FROM pg_idgen_segment_owners WHERE tag = 'rs' AND (owner = 1 OR state <> 'held')")" = 0 ]; }
+    wait_until 30 "every slot held, none by a" settled || pq reg "SELECT slot, owner, state, move_to FROM pg_idgen_segment_owners WHERE tag = 'rs' ORDER BY slot"
+    end=$((SECONDS + 3)); while [ $SECONDS -lt $end ]; do sleep 0.5; done
+    load_stop
+    run_check "$name" || return
+    local a_after
+    a_after=$(cat "$OUT"/values.a.tsv | awk -F'\t' -v c="$t0" '$8 >= c' | wc -l)
+    check "$name: no segment value handed out twice across the fleet" "$(get segment_twice)" -eq 0
+    check "$name: no snowflake id handed out twice" "$(get snowflake_twice)" -eq 0
+    check "$name: a, cut off and drained, stopped serving (55000)" "$(get refusals)" -gt 0
+    check "$name: every node's clients got values" "$(awk -F, '{print NF}' <<<"$(get per_server)")" -eq 4
+    figure "$name: $(get values) values ($(get per_server)); the moved slots held by their new owners $(awk -v a="$t_taken" -v b="$t0" 'BEGIN { printf "%.1f", a - b }') s after the cut; a's values after the cut $a_after; twice: segment $(get segment_twice), snowflake $(get snowflake_twice); client errors $(get error_codes)"
+}
+
+# ---------------------------------------------------------------------------------------------
 # clock-jump: one server under load whose clock jumps 10 min ahead for 3 s and back, then is
 # restarted while behind, then its clock passes the ids of the jump
 scenario_clock_jump() {
@@ -382,6 +441,7 @@ for sc in $SCEN; do
         lease-*) [ $PATRONI_UP = 0 ] || { PATRONI_UP=0; }; scenario_lease "${sc#lease-}" ;;
         skew-*) scenario_skew "${sc#skew-}" ;;
         clock-jump) scenario_clock_jump ;;
+        registry-slots) scenario_registry_slots ;;
         *) ko "unknown scenario $sc" ;;
     esac
     log "$sc: $((SECONDS - ts)) s"
