@@ -26,6 +26,11 @@
 #                          pgjdbc against a cluster of that major; tests/clients/run.sh)
 #   make test-ha           PostgreSQL 15: a Patroni group (scripts/ha.sh) failing over under load,
 #                          no id handed out twice (tests/ha/run.sh; part of make test on 15)
+#   make test-partition [PG=NN]   real network partitions and clock skew (network namespaces,
+#                          nftables, libfaketime; as root): the Patroni leader cut off, a lease
+#                          holder cut from its registry, a standby with a clock behind promoted;
+#                          every value recorded, none handed out twice (tests/partition/run.sh; the
+#                          CI subset in make test on one major, every scenario in make test-all)
 #   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
 #   make test-monitoring [PG=NN]   prometheus/: promtool check + test of the alert rules, then a
 #                          real postgres_exporter (Debian's) scraping a cluster of that major
@@ -88,7 +93,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 .NOTPARALLEL:
 
 .PHONY: deps build install install-test run psql stop test test-matrix test-docs test-core test-pgrx \
-        test-all test-regress test-integration test-clients test-ha test-upgrade test-extension-update test-package \
+        test-all test-regress test-integration test-clients test-ha test-partition test-upgrade test-extension-update test-package \
         test-monitoring test-monitoring-rules \
         test-assert bench pgenv package clean clean-servers
 
@@ -159,7 +164,7 @@ test:
 # everything on every major, for a release: every integration script on 16 and 17 too (make test
 # runs there only the scripts that exercise version-specific code) and the packages of all four
 test-all:
-	FULL_INTEGRATION_MAJORS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
+	FULL_INTEGRATION_MAJORS=all PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
 
 # scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors;
@@ -197,6 +202,12 @@ test-ha: install-test
 	@echo "=== high availability (Patroni) on PostgreSQL $(PG): tests/ha/run.sh ==="
 	@[ "$(PG)" = 15 ] || { echo "test-ha: PostgreSQL 15 only"; exit 1; }
 	tests/ha/run.sh
+
+# network namespaces, nftables cuts, libfaketime (nftables and Patroni from make deps); as root.
+# PARTITION_SCENARIOS=all runs every scenario (the default: the CI subset)
+test-partition: install-test
+	@echo "=== partitions and clock skew on PostgreSQL $(PG): tests/partition/run.sh ==="
+	tests/partition/run.sh
 
 test-clients: install-test
 	@echo "=== client libraries on PostgreSQL $(PG): tests/clients/run.sh ==="

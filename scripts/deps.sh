@@ -5,7 +5,7 @@
 #
 # Usage: scripts/deps.sh [MAJOR...]   (as root, or as a user with sudo; default: 15 16 17 18)
 #        scripts/deps.sh --clients     only the client libraries of tests/clients (last part below)
-#        scripts/deps.sh --ha          only etcd and Patroni (scripts/ha.sh, tests/ha)
+#        scripts/deps.sh --ha          only etcd, Patroni and nftables (scripts/ha.sh, tests/ha, tests/partition)
 #
 # Installs when missing:
 #   apt:   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
@@ -33,7 +33,8 @@
 #           (psycopg 3, asyncpg, SQLAlchemy 2.1, Django 5.2; every version pinned, wheels only)
 #     npm:  node/ with `npm ci` from tests/clients/node/package-lock.json (pg, node-postgres)
 #   high availability (scripts/ha.sh, tests/ha, make test-ha):
-#     apt:  etcd-server (Debian's etcd 3.4.23). Its Debian service (etcd.service, port 2379) is
+#     apt:  etcd-server (Debian's etcd 3.4.23), nftables and iproute2 (tests/partition: network
+#           namespaces and cuts between them, scripts/netns.sh). etcd's Debian service (etcd.service, port 2379) is
 #           stopped and disabled: scripts/ha.sh runs its own etcd member on loopback
 #     PyPI: $PG_IDGEN_PG_HOME/patroni/venv (Debian's /usr/bin/python3, so the postgres user can
 #           run it) with tests/ha/requirements.txt: patroni[etcd3]==4.1.5, psycopg[binary]
@@ -123,7 +124,8 @@ install_clients() {
 install_ha() {
     local fresh=0
     [ "$(dpkg-query -W -f='${Status}' etcd-server 2>/dev/null || true)" = "install ok installed" ] || fresh=1
-    apt_install etcd-server python3-venv
+    # nftables and iproute2: tests/partition (scripts/netns.sh) cuts links between network namespaces
+    apt_install etcd-server python3-venv nftables iproute2
     # Debian enables etcd.service (client port 2379, data /var/lib/etcd/default) and starts it
     # where systemd runs: scripts/ha.sh runs its own member, so the service stays off
     if [ $fresh = 1 ] || systemctl is-enabled etcd.service >/dev/null 2>&1; then

@@ -1,0 +1,123 @@
+"""tests/partition/load.py — clients on one side of a partition; every value handed out is recorded.
+
+Usage: load.py DSN OUTDIR NAME [--inserters N] [--selectors N] [--what snowflake|all]
+  Runs until OUTDIR/stop exists (or OUTDIR/stop.NAME). DSN may name several hosts with
+  target_session_attrs=read-write: each (re)connection reaches a writable server it can reach.
+  --what all (default):
+    inserter: INSERT INTO pt_ids (client, k, kv) VALUES (name, k, keyed_next('pt', k))
+              RETURNING id, seg, kv   (id DEFAULT snowflake_next(), seg DEFAULT
+              segment_next('pt_ins'); autocommit: a row returned is an acknowledged commit;
+              k cycles over 4 keys)
+    selector: SELECT snowflake_next(), segment_next('pt_sel'), keyed_next('pt', k)
+  --what snowflake: SELECT snowflake_next() only (nodes that share nothing but a worker id)
+  --what segment:TAG: SELECT snowflake_next(), segment_next(TAG) (a registry-owned tag of a fleet)
+  After an error the client closes its connection, waits (20 ms, doubled while errors last, at most
+  0.5 s) and reconnects; nothing is retried inside a transaction, so a value is recorded only when
+  the server returned it. connect_timeout 2 s, and a statement_timeout of 10 s: a call blocked
+  behind a partition (a synchronous standby cut off) ends with 57014 and is recorded as an error.
+Output (written at stop): OUTDIR/values.NAME.tsv, one line per value handed out:
+  client  kind (ins|sel)  snowflake id  segment value  key  keyed value  server address  time
+  (segment/key/keyed are -1 with --what snowflake)
+OUTDIR/errors.NAME.tsv: time, client, SQLSTATE (or the exception class), server address the
+client last used, first line of the message.
+OUTDIR/progress.NAME (rewritten every 0.2 s): "<values> <last server address> <last value time>".
+"""
+import os
+import sys
+import threading
+import time
+
+import psycopg
+
+DSN, OUT, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
+opts = dict(zip(sys.argv[4::2], sys.argv[5::2]))
+N_INS = int(opts.get("--inserters", 2))
+N_SEL = int(opts.get("--selectors", 1))
+WHAT = opts.get("--what", "all")
+STOPS = [os.path.join(OUT, "stop"), os.path.join(OUT, "stop." + NAME)]
+
+values = []   # (client, kind, id, seg, key, kv, addr, t)
+errors = []   # (t, client, code, addr, message)
+lock = threading.Lock()
+
+
+def stopped():
+    return any(os.path.exists(s) for s in STOPS)
+
+
+def client(kind, i):
+    name = f"{NAME}.{kind}{i}"
+    conn, addr, n, pause = None, "-", 0, 0.02
+    while not stopped():
+        k = (i * 7 + n) % 4
+        n += 1
+        try:
+            if conn is None:
+                conn = psycopg.connect(DSN, autocommit=True, connect_timeout=2,
+                                       options="-c statement_timeout=10000")
+                addr = conn.execute("SELECT host(inet_server_addr())").fetchone()[0] or "local"
+            if WHAT.startswith("segment:"):
+                row = conn.execute("SELECT snowflake_next(), segment_next(%s), -1",
+                                   (WHAT[8:],)).fetchone()
+                k = -1
+            elif WHAT == "snowflake":
+                row = conn.execute("SELECT snowflake_next()").fetchone()
+                row = (row[0], -1, -1)
+                k = -1
+            elif kind == "ins":
+                row = conn.execute(
+                    "INSERT INTO pt_ids (client, k, kv) VALUES (%s, %s, keyed_next('pt', %s)) "
+                    "RETURNING id, seg, kv", (name, k, k)).fetchone()
+            else:
+                row = conn.execute(
+                    "SELECT snowflake_next(), segment_next('pt_sel'), keyed_next('pt', %s)",
+                    (k,)).fetchone()
+            t = time.time()
+            pause = 0.02
+            with lock:
+                values.append((name, kind, row[0], row[1], k, row[2], addr, t))
+        except psycopg.Error as e:
+            code = getattr(e, "sqlstate", None) or type(e).__name__
+            msg = (str(e).splitlines() or [""])[0][:200]
+            with lock:
+                errors.append((time.time(), name, code, addr, msg))
+            try:
+                if conn is not None:
+                    conn.close()
+            except Exception:
+                pass
+            conn, addr = None, "-"
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+    if conn is not None:
+        try:
+            conn.close()
+        except Exception:
+            pass
+
+
+def progress():
+    path = os.path.join(OUT, "progress." + NAME)
+    while not stopped():
+        with lock:
+            n = len(values)
+            last = values[-1] if values else None
+        with open(path + ".tmp", "w") as f:
+            f.write(f"{n} {last[6] if last else '-'} {last[7] if last else 0}\n")
+        os.replace(path + ".tmp", path)
+        time.sleep(0.2)
+
+
+threads = [threading.Thread(target=client, args=("ins", i)) for i in range(N_INS)]
+threads += [threading.Thread(target=client, args=("sel", i)) for i in range(N_SEL)]
+threads.append(threading.Thread(target=progress))
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+with open(os.path.join(OUT, f"values.{NAME}.tsv"), "w") as f:
+    for v in values:
+        f.write("%s\t%s\t%d\t%d\t%d\t%d\t%s\t%.6f\n" % v)
+with open(os.path.join(OUT, f"errors.{NAME}.tsv"), "w") as f:
+    for e in errors:
+        f.write("%.6f\t%s\t%s\t%s\t%s\n" % (e[0], e[1], e[2], e[3], e[4].replace("\t", " ")))
