@@ -29,8 +29,11 @@ use() { export PG=$1 PG_CONFIG=""; . "$ROOT/scripts/pgenv.bash"; }
 strip_pg_attver() {
     local old=$1 to=$2 d n
     for d in $(q "$old" "SELECT datname FROM pg_database WHERE datallowconn"); do
-        n=$(qdb "$old" "$d" "WITH u AS (UPDATE pg_catalog.pg_attribute SET attoptions = NULLIF(ARRAY(SELECT o FROM unnest(attoptions) o WHERE o NOT LIKE 'pg\_attver=%'), '{}')
-                              WHERE EXISTS (SELECT FROM unnest(attoptions) o WHERE o LIKE 'pg\_attver=%') RETURNING 1) SELECT count(*) FROM u")
+        # pg_catalog alone on the path: a database's own search_path may put a hostile schema
+        # first (the update tests' database of mallory does)
+        n=$(qdb "$old" "$d" "SET search_path = pg_catalog, pg_temp" \
+              "WITH u AS (UPDATE pg_catalog.pg_attribute SET attoptions = NULLIF(ARRAY(SELECT o FROM pg_catalog.unnest(attoptions) o WHERE o NOT LIKE 'pg\_attver=%'), '{}')
+                              WHERE EXISTS (SELECT FROM pg_catalog.unnest(attoptions) o WHERE o LIKE 'pg\_attver=%') RETURNING 1) SELECT count(*) FROM u" | grep -v '^SET$')
         [ "$n" = 0 ] || log "database $d: pg_attver column option removed from $n columns (Debian 15 patch, unknown to PostgreSQL $to here)"
     done
 }
