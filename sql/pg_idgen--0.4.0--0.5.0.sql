@@ -477,7 +477,7 @@ CREATE FUNCTION keyed_create(
 ) RETURNS void
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
-AS 'MODULE_PATHNAME', 'keyed_create_wrapper';
+AS 'MODULE_PATHNAME', 'keyed_create_fleet_wrapper';
 CREATE FUNCTION keyed_set_node(space TEXT, node_index INT, above bigint) RETURNS void
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c

@@ -67,7 +67,7 @@ extension_sql_file!(
     "../sql/keyed.sql",
     name = "keyed",
     requires = [
-        keyed::admin::keyed_create,
+        keyed::admin::keyed_create_fleet,
         keyed::admin::keyed_drop,
         keyed::admin::keyed_grant,
         keyed::admin::keyed_revoke,

@@ -48,8 +48,10 @@ fn require_superuser(what: &str) {
 /// `node_index` (fleet mode: this node is `node_index` of `nodes` writable nodes), every value
 /// this node hands out is `counter * nodes + node_index`: congruent to `node_index` modulo
 /// `nodes`, so no two nodes of the fleet hand out the same value of a key.
-#[pg_extern(volatile, parallel_unsafe)]
-fn keyed_create(
+/// (Symbol `keyed_create_fleet_wrapper`: 0.4.0's three-argument `keyed_create` named
+/// `keyed_create_wrapper`, now a shim in `compat`.)
+#[pg_extern(name = "keyed_create", volatile, parallel_unsafe)]
+fn keyed_create_fleet(
     space: Option<&str>,
     step: default!(Option<i32>, 1000),
     section_size: default!(Option<i32>, 1000),
