@@ -98,7 +98,7 @@ SELECT keyed_set_node('fleet3', 1, 0);
 SELECT keyed_create('mine', nodes => 2, node_index => 0);
 \set VERBOSITY default
 SELECT keyed_next('fleet3', 77) % 3 AS user_class_0;
-SELECT space, nodes, node_index FROM keyed_status WHERE space = 'fleet3';
+SELECT space, nodes, node_index, max_value % 3 AS max_class FROM keyed_status WHERE space = 'fleet3';
 RESET ROLE;
 SELECT has_function_privilege('regress_kfleet_user', 'keyed_set_node(text, int, bigint)', 'EXECUTE') AS can_set,
        has_function_privilege('regress_kfleet_user', 'keyed_create(text, int, int, int, int)', 'EXECUTE') AS can_create;
