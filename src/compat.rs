@@ -15,6 +15,7 @@
 //! | `pg_idgen_catalog_changed_wrapper`  | 0.1.0         | the same trigger                    |
 //! | `snowflake_worker_wrapper`          | 0.1.0, 0.2.0  | refuses: update the extension       |
 //! | `segment_create_wrapper`            | 0.1.0 - 0.3.0 | refuses: update the extension       |
+//! | `keyed_create_wrapper`              | 0.4.0         | refuses: update the extension       |
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -67,6 +68,25 @@ pub unsafe extern "C-unwind" fn segment_create_wrapper(_fcinfo: pg_sys::Function
         crate::errors::Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         format!(
             "the eight-argument segment_create() of an older pg_idgen cannot run with library {}",
+            crate::catalog::LIBRARY_VERSION
+        ),
+        Some("Run ALTER EXTENSION pg_idgen UPDATE in this database."),
+    )
+}
+
+// 0.4.0: `keyed_create` had three arguments (symbol `keyed_create_wrapper`); 0.5.0's has two more,
+// `nodes` and `node_index`, under the symbol `keyed_create_fleet_wrapper`.
+crate::fmgr::pg_function_info_v1!(pg_finfo_keyed_create_wrapper);
+
+/// Only an older version's SQL names this symbol: it refuses with the version mismatch.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn keyed_create_wrapper(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    let _ = crate::catalog::extension_namespace_and_oid();
+    crate::errors::raise(
+        crate::errors::Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "the three-argument keyed_create() of an older pg_idgen cannot run with library {}",
             crate::catalog::LIBRARY_VERSION
         ),
         Some("Run ALTER EXTENSION pg_idgen UPDATE in this database."),

@@ -67,10 +67,11 @@ extension_sql_file!(
     "../sql/keyed.sql",
     name = "keyed",
     requires = [
-        keyed::admin::keyed_create,
+        keyed::admin::keyed_create_fleet,
         keyed::admin::keyed_drop,
         keyed::admin::keyed_grant,
         keyed::admin::keyed_revoke,
+        keyed::admin::keyed_set_node,
         keyed::next::keyed_status_shmem
     ]
 );
