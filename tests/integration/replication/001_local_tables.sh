@@ -18,7 +18,10 @@
 #  6. the shape of the group: on 15 a node that publishes and subscribes is warned (no origin =
 #     none); on 16+ origin = any on a publishing node is warned about loops, origin = none with a
 #     plain segment tag about colliding values, and a pg_create_subscription role's CREATE
-#     SUBSCRIPTION passes the event trigger.
+#     SUBSCRIPTION passes the event trigger;
+#  7. pg_dump/pg_restore: the guards and the event trigger are not dumped, CREATE EXTENSION makes
+#     them again (every table guarded, enabled replica), the publications restored, a pg_idgen
+#     table added to a restored publication refused.
 # integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
@@ -171,6 +174,28 @@ else
     check "16+, ... the subscription exists" "$(q "$B" "SELECT count(*) FROM pg_subscription WHERE subname = 'bsub'")" -eq 1
     q "$B" "ALTER SUBSCRIPTION bsub SET (slot_name = NONE)" "DROP SUBSCRIPTION bsub" >/dev/null 2>&1
 fi
+# ---- 7. the guards through pg_dump/pg_restore: not in the dump (extension members' parts), made
+# again by CREATE EXTENSION, enabled for replica sessions only
+SOCK=$("$CLUSTER" sockdir "$A"); PORT=$("$CLUSTER" port "$A")
+"$PGBIN/pg_dump" -h "$SOCK" -p "$PORT" -U postgres -Fc -f "$TMP/a.dump" postgres
+check "pg_dump: no trigger or event trigger of pg_idgen in the dump" \
+    "$("$PGBIN/pg_restore" -l "$TMP/a.dump" | grep -c -E 'TRIGGER.*pg_idgen_replica|EVENT TRIGGER' || true)" -eq 0
+q "$A" "CREATE DATABASE restored" >/dev/null
+"$PGBIN/pg_restore" -h "$SOCK" -p "$PORT" -U postgres -d restored --exit-on-error "$TMP/a.dump" 2>"$TMP/restore.err"
+check "pg_restore: the publications restored (pall, palice; pg_restore shows WARNINGs only with --verbose)" \
+    "$(qdb "$A" restored "SELECT string_agg(pubname, ',' ORDER BY pubname) FROM pg_publication")" == "palice,pall"
+guards="SELECT count(*) FILTER (WHERE t.tgenabled = 'R') || '/' || count(DISTINCT c.oid) FROM pg_depend d
+          JOIN pg_class c ON c.oid = d.objid AND c.relkind = 'r'
+          LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname LIKE 'pg_idgen_replica_guard%'
+         WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e'
+           AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idgen')"
+n=$(q "$A" "$guards")
+check "A: two guards per table of pg_idgen, enabled replica (guards/tables: $n)" "${n%/*}" -eq $((2 * ${n#*/}))
+check "restored: the same guards, enabled replica ($n)" "$(qdb "$A" restored "$guards")" == "$n"
+check "restored: the event trigger" "$(qdb "$A" restored "SELECT evtenabled FROM pg_event_trigger WHERE evtname = 'pg_idgen_replication_guard'")" == O
+expect_sql_error_db() { PGDATABASE=$1 expect_sql_error "$A" "${@:2}"; }
+expect_sql_error_db restored 22023 'cannot add pg_idgen.s table "pg_idgen_layouts"' "ALTER PUBLICATION palice ADD TABLE pg_idgen_layouts"
+
 check "B's log: no XX000" "$(grep -c 'XX000' "$BLOG" || true)" -eq 0
 
 finish
