@@ -468,6 +468,37 @@ $keyed_usage$;
 CREATE FUNCTION pg_idgen_replica_guard() RETURNS trigger
     LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_replica_guard';
 REVOKE ALL ON FUNCTION pg_idgen_replica_guard() FROM PUBLIC;
+-- The publisher's side of the TRUNCATE: since no subscriber can skip one, a TRUNCATE of a table of
+-- pg_idgen that a publication carries with publish = truncate is refused (55000) where it is made,
+-- before it stops every subscriber (an ordinary trigger: sessions, not apply workers).
+CREATE FUNCTION pg_idgen_publish_truncate_guard() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    pubs text;
+BEGIN
+    SELECT pg_catalog.string_agg(pg_catalog.format('"%s"', p.pubname), ', ' ORDER BY p.pubname) INTO pubs
+      FROM pg_catalog.pg_publication p
+     WHERE p.pubtruncate
+       AND EXISTS (SELECT FROM pg_catalog.pg_publication_tables t
+                    WHERE t.pubname OPERATOR(pg_catalog.=) p.pubname
+                      AND t.schemaname OPERATOR(pg_catalog.=) TG_TABLE_SCHEMA
+                      AND t.tablename OPERATOR(pg_catalog.=) TG_TABLE_NAME);
+    IF pubs IS NOT NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = pg_catalog.format('cannot truncate pg_idgen''s table "%s": %s %s %s its TRUNCATE', TG_TABLE_NAME,
+                                        CASE WHEN pg_catalog.strpos(pubs, ',') OPERATOR(pg_catalog.>) 0
+                                             THEN 'publications' ELSE 'publication' END,
+                                        pubs,
+                                        CASE WHEN pg_catalog.strpos(pubs, ',') OPERATOR(pg_catalog.>) 0
+                                             THEN 'publish' ELSE 'publishes' END),
+            DETAIL = 'A subscriber cannot skip a TRUNCATE of pg_idgen''s tables: applying it is refused, which stops the subscription.',
+            HINT = 'DELETE the rows instead (subscribers skip row changes of pg_idgen''s tables), or ALTER PUBLICATION ... SET (publish = ''insert, update, delete'').';
+    END IF;
+    RETURN NULL;
+END
+$fn$;
+REVOKE ALL ON FUNCTION pg_idgen_publish_truncate_guard() FROM PUBLIC;
 DO $replica_guard$
 DECLARE
     t record;
@@ -491,6 +522,9 @@ BEGIN
         EXECUTE pg_catalog.format(
             'CREATE TRIGGER pg_idgen_replica_guard_truncate BEFORE TRUNCATE ON %I.%I '
             'FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.pg_idgen_replica_guard()', t.nspname, t.relname);
+        EXECUTE pg_catalog.format(
+            'CREATE TRIGGER pg_idgen_publish_truncate_guard BEFORE TRUNCATE ON %I.%I '
+            'FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.pg_idgen_publish_truncate_guard()', t.nspname, t.relname);
         EXECUTE pg_catalog.format('ALTER TABLE %I.%I ENABLE REPLICA TRIGGER pg_idgen_replica_guard',
                                   t.nspname, t.relname);
         EXECUTE pg_catalog.format('ALTER TABLE %I.%I ENABLE REPLICA TRIGGER pg_idgen_replica_guard_truncate',
@@ -584,7 +618,7 @@ BEGIN
                                   WHERE s.pnpubid OPERATOR(pg_catalog.=) pub.oid) END;
                 RAISE WARNING USING
                     MESSAGE = pg_catalog.format('publication "%s" carries pg_idgen''s tables (%s): %s', pub.pubname, via, covered),
-                    DETAIL = 'They hold this node''s own state. A subscriber with pg_idgen 0.5.0 or later skips their row changes and refuses to apply a TRUNCATE of them (its subscription stops); a database without pg_idgen''s guards would take this node''s worker id, segment slots and keyed bounds as its own. PostgreSQL cannot leave a table out of FOR ALL TABLES.',
+                    DETAIL = 'They hold this node''s own state. A subscriber with pg_idgen 0.5.0 or later skips their row changes, and a TRUNCATE of them, which it could not skip, is refused here; a database without pg_idgen''s guards would take this node''s worker id, segment slots and keyed bounds as its own. PostgreSQL cannot leave a table out of FOR ALL TABLES.',
                     HINT = 'Publish the application''s tables by name (FOR TABLE ...) or by a schema that does not hold pg_idgen''s tables.';
             END IF;
         END LOOP;
@@ -656,6 +690,7 @@ CREATE EVENT TRIGGER pg_idgen_replication_guard ON ddl_command_end
     WHEN TAG IN ('CREATE PUBLICATION', 'ALTER PUBLICATION', 'CREATE SUBSCRIPTION', 'ALTER SUBSCRIPTION')
     EXECUTE FUNCTION @extschema@.pg_idgen_replication_check();
 COMMENT ON FUNCTION pg_idgen_replica_guard() IS 'ENABLE REPLICA trigger of pg_idgen''s tables: a change applied from another node by logical replication is skipped (a TRUNCATE refused)';
+COMMENT ON FUNCTION pg_idgen_publish_truncate_guard() IS 'trigger of pg_idgen''s tables: refuses a TRUNCATE that a publication would send to subscribers, which cannot skip it';
 COMMENT ON FUNCTION pg_idgen_replication_check() IS 'event trigger: refuses a publication naming pg_idgen''s tables, warns when one covers them and about group shapes that loop or collide';
 -- Publications that already carry pg_idgen's tables when the extension is installed or updated.
 DO $replication_warn$
@@ -677,7 +712,7 @@ BEGIN
     IF pubs IS NOT NULL THEN
         RAISE WARNING USING
             MESSAGE = pg_catalog.format('publications carry pg_idgen''s tables: %s', pubs),
-            DETAIL = 'They hold this node''s own state; subscribers with pg_idgen skip their row changes and refuse a TRUNCATE of them.',
+            DETAIL = 'They hold this node''s own state; subscribers with pg_idgen skip their row changes, and a TRUNCATE of them is refused here while a publication sends it.',
             HINT = 'Publish the application''s tables by name (FOR TABLE ...) or by a schema that does not hold pg_idgen''s tables.';
     END IF;
 END

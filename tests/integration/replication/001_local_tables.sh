@@ -11,8 +11,10 @@
 #     transactions do; B's log names each skipped table;
 #  3. control: with B's guard trigger on pg_idgen_worker disabled, A's next set_worker_id overwrites
 #     B's worker id (what the guard prevents);
-#  4. a TRUNCATE of a pg_idgen table on A stops B's subscription (0A000, nothing lost); ALTER
-#     SUBSCRIPTION ... SKIP at the finish LSN the error names lets it continue;
+#  4. a TRUNCATE of a pg_idgen table on A is refused there (55000: a publication sends it); from a
+#     publisher without that guard it stops B's subscription (0A000, nothing lost) and ALTER
+#     SUBSCRIPTION ... SKIP at the finish LSN the error names lets it continue; a row naming a
+#     backing sequence B lacks stops it the same way (42P01, before any trigger);
 #  5. publisher side: a publication naming a pg_idgen table is refused (22023); a role that is not
 #     superuser, with CREATE on the database, publishes its own table without a WARNING;
 #  6. the shape of the group: on 15 a node that publishes and subscribes is warned (no origin =
@@ -111,8 +113,14 @@ check "control: B's guard disabled, A's set_worker_id(7) overwrote B's worker id
     "$(q "$B" "SELECT worker_id FROM pg_idgen_worker")" -eq 7
 q "$B" "ALTER TABLE pg_idgen_worker ENABLE REPLICA TRIGGER pg_idgen_replica_guard" "SELECT set_worker_id(2)" >/dev/null
 
-# ---- 4. a TRUNCATE of a pg_idgen table stops the subscription until skipped
-q "$A" "TRUNCATE pg_idgen_layouts" >/dev/null
+# ---- 4. a TRUNCATE of a pg_idgen table: refused on the publisher while a publication sends it
+# (55000); from a publisher without that guard (disabled here) it stops the subscription until
+# skipped
+expect_sql_error "$A" 55000 'cannot truncate pg_idgen.s table "pg_idgen_layouts": publication "pall" publishes its TRUNCATE' \
+    "TRUNCATE pg_idgen_layouts"
+check "A: the layouts kept (lay_a, lay_b)" "$(q "$A" "SELECT string_agg(name, ',' ORDER BY name) FROM pg_idgen_layouts")" == "lay_a,lay_b"
+q "$A" "ALTER TABLE pg_idgen_layouts DISABLE TRIGGER pg_idgen_publish_truncate_guard" "TRUNCATE pg_idgen_layouts" \
+    "ALTER TABLE pg_idgen_layouts ENABLE TRIGGER pg_idgen_publish_truncate_guard" >/dev/null
 q "$A" "INSERT INTO app VALUES (5, 'after truncate')" >/dev/null
 truncate_refused() { grep -q "pg_idgen's table \"pg_idgen_layouts\" takes no TRUNCATE from another node" "$BLOG"; }
 wait_until 30 "B's log: the TRUNCATE refused" truncate_refused

@@ -1,4 +1,5 @@
--- what must not replicate: every table of pg_idgen carries the ENABLE REPLICA guard triggers; a
+-- what must not replicate: every table of pg_idgen carries the ENABLE REPLICA guard triggers and
+-- a TRUNCATE guard (refused while a publication sends it, 55000); a
 -- publication naming one of them is refused (22023), one covering them through FOR ALL TABLES or
 -- TABLES IN SCHEMA is warned about; other publications and sessions with
 -- session_replication_role = replica that are not applying from another node pass.
@@ -12,7 +13,7 @@ SELECT c.relname,
        pg_catalog.string_agg(t.tgname || '=' || t.tgenabled::text, ', ' ORDER BY t.tgname) AS guards
   FROM pg_depend d
   JOIN pg_class c ON c.oid = d.objid AND c.relkind = 'r'
-  LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname LIKE 'pg_idgen_replica_guard%'
+  LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname IN ('pg_idgen_replica_guard', 'pg_idgen_replica_guard_truncate', 'pg_idgen_publish_truncate_guard')
  WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
    AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idgen')
  GROUP BY c.relname ORDER BY c.relname;
@@ -32,6 +33,9 @@ CREATE PUBLICATION repl_all FOR ALL TABLES;
 CREATE PUBLICATION repl_ext_schema FOR TABLES IN SCHEMA public;
 SELECT pubname FROM pg_publication WHERE pubname IN ('repl_all', 'repl_ext_schema') ORDER BY 1;
 SET client_min_messages = warning;
+-- a TRUNCATE of a pg_idgen table that publications send is refused where it is made (55000)
+TRUNCATE pg_idgen_registry_nodes;
+\echo :LAST_ERROR_SQLSTATE
 -- the application's tables: no message of pg_idgen
 ALTER PUBLICATION repl_p SET (publish = 'insert, update, delete');
 ALTER PUBLICATION repl_s SET (publish = 'insert, update, delete');
@@ -40,6 +44,8 @@ ALTER PUBLICATION repl_s SET (publish = 'insert, update, delete');
 ALTER PUBLICATION repl_ext_schema SET (publish = 'insert, update, delete');
 \set VERBOSITY default
 ALTER PUBLICATION repl_all SET (publish = 'insert, update, delete');
+-- no publication sends its TRUNCATE any more: it passes
+TRUNCATE pg_idgen_registry_nodes;
 -- ALTER PUBLICATION: adding a pg_idgen table refused (the whole statement), by schema warned
 ALTER PUBLICATION repl_p ADD TABLE pg_idgen_segments, pg_idgen_layouts;
 SELECT tablename FROM pg_publication_tables WHERE pubname = 'repl_p' ORDER BY 1;
