@@ -23,7 +23,8 @@
 #     SUBSCRIPTION passes the event trigger;
 #  7. pg_dump/pg_restore: the guards and the event trigger are not dumped, CREATE EXTENSION makes
 #     them again (every table guarded, enabled replica), the publications restored, a pg_idgen
-#     table added to a restored publication refused.
+#     table added to a restored publication refused;
+#  8. CREATE EXTENSION in a database that already has a FOR ALL TABLES publication warns.
 # integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
@@ -203,6 +204,13 @@ check "restored: the same guards, enabled replica ($n)" "$(qdb "$A" restored "$g
 check "restored: the event trigger" "$(qdb "$A" restored "SELECT evtenabled FROM pg_event_trigger WHERE evtname = 'pg_idgen_replication_guard'")" == O
 expect_sql_error_db() { PGDATABASE=$1 expect_sql_error "$A" "${@:2}"; }
 expect_sql_error_db restored 22023 'cannot add pg_idgen.s table "pg_idgen_layouts"' "ALTER PUBLICATION palice ADD TABLE pg_idgen_layouts"
+
+# ---- 8. CREATE EXTENSION in a database that already publishes FOR ALL TABLES: warned
+q "$A" "CREATE DATABASE late" >/dev/null
+qdb "$A" late "SET client_min_messages = error" "CREATE PUBLICATION plate FOR ALL TABLES" >/dev/null
+out=$(qdb "$A" late "CREATE EXTENSION pg_idgen" 2>&1)
+check_match "CREATE EXTENSION under an existing FOR ALL TABLES publication: WARNING naming it" "$out" \
+    'WARNING: +publications carry pg_idgen.s tables: plate'
 
 check "B's log: no XX000" "$(grep -c 'XX000' "$BLOG" || true)" -eq 0
 
