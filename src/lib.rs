@@ -38,6 +38,8 @@
 //! * [`mask`] — opaque public ids: `uid_mask`/`uid_unmask` (FF1), mask keys, text codes;
 //! * [`monitor`] — the monitor worker's warnings ahead of time, and the worker-slot count of the
 //!   `pg_idgen_metrics` view;
+//! * [`replication`] — what must not replicate: the `ENABLE REPLICA` trigger that keeps another
+//!   node's rows out of pg_idgen's tables on a logical replication subscriber;
 //! * [`sql`] — the hand-written SQL in `sql/`, in install-script order; [`tables`] — reading the
 //!   extension's tables and sequences by OID, without SQL;
 //! * [`compat`] — C symbols that released versions' SQL names (kept until nothing can use them);
@@ -62,6 +64,7 @@ mod lock;
 mod mask;
 mod migrate;
 mod monitor;
+mod replication;
 mod segment;
 mod shmem;
 mod snowflake;

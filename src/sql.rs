@@ -81,3 +81,5 @@ extension_sql_file!(
     name = "monitor",
     requires = ["snowflake", "segment", "lease", decode::snowflake_layout, monitor::pg_idgen_worker_slots]
 );
+// Last (finalize): the guards of what must not replicate cover every table made above.
+extension_sql_file!("../sql/replication.sql", name = "replication", finalize);

@@ -54,8 +54,8 @@ WITH ext AS (
     SELECT format('index %s', regexp_replace(pg_get_indexdef(i.indexrelid), ' ON \S+\.', ' ON '))
       FROM rel c JOIN pg_index i ON i.indrelid = c.oid
     UNION ALL
-    SELECT format('trigger %s.%s %s', c.relname, t.tgname,
-                  regexp_replace(pg_get_triggerdef(t.oid), ' ON \S+\.', ' ON '))
+    SELECT format('trigger %s.%s %s enabled=%s', c.relname, t.tgname,
+                  regexp_replace(pg_get_triggerdef(t.oid), ' ON \S+\.', ' ON '), t.tgenabled)
       FROM rel c JOIN pg_trigger t ON t.tgrelid = c.oid AND NOT t.tgisinternal
     UNION ALL
     SELECT format('view %s %s', c.relname, pg_get_viewdef(c.oid)) FROM rel c WHERE c.relkind = 'v'
@@ -63,7 +63,8 @@ WITH ext AS (
     SELECT format('type %s type=%s', t.typname, t.typtype)
       FROM pg_type t JOIN member m ON m.classid = 'pg_type'::regclass AND m.objid = t.oid
     UNION ALL
-    SELECT format('event trigger %s', e.evtname)
+    SELECT format('event trigger %s on %s tags %s enabled=%s function %s', e.evtname, e.evtevent,
+                  coalesce(e.evttags::text, '-'), e.evtenabled, e.evtfoid::regproc)
       FROM pg_event_trigger e JOIN member m ON m.classid = 'pg_event_trigger'::regclass AND m.objid = e.oid
 )
 SELECT line FROM lines ORDER BY line COLLATE "C";
