@@ -17,7 +17,8 @@ CREATE TABLE pg_idgen_keyed_spaces (
     seq          regclass NOT NULL,
     step         int NOT NULL CHECK (step BETWEEN 1 AND 1000000000),
     section_size int NOT NULL CHECK (section_size BETWEEN 1 AND 1000000000),
-    created      timestamptz NOT NULL DEFAULT now()
+    created      timestamptz NOT NULL DEFAULT now(),
+    registry     boolean NOT NULL DEFAULT false
 );
 COMMENT ON TABLE pg_idgen_keyed_spaces IS 'pg_idgen keyed sequence spaces: one row per space, its durable bound in its own sequence (seq)';
 SELECT pg_catalog.pg_extension_config_dump('pg_idgen_keyed_spaces', '');
@@ -48,14 +49,14 @@ CREATE TRIGGER pg_idgen_keyed_spaces_link
 
 CREATE VIEW keyed_status AS
 SELECT s.space, s.step, s.section_size, m.bound, m.floor, coalesce(m.raises, 0) AS raises,
-       pg_catalog.pg_get_userbyid(c.relowner) AS owner, c.relacl AS privileges
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner, c.relacl AS privileges, s.registry
 FROM pg_idgen_keyed_spaces s
 LEFT JOIN keyed_status_shmem() m USING (space)
 LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.seq;
-COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, highest durable bound and floor in memory, bound raises since server start, owner and privileges (USAGE: keyed_next, keyed_last)';
+COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, highest durable bound and floor in memory, bound raises since server start, owner and privileges (USAGE: keyed_next, keyed_last), whether bounds are raised through the lease registry';
 GRANT SELECT ON keyed_status TO PUBLIC;
 
-REVOKE ALL ON FUNCTION keyed_create(text, int, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION keyed_create(text, int, int, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION keyed_drop(text) FROM PUBLIC;
 COMMENT ON FUNCTION keyed_grant(text, text, boolean) IS 'grants USAGE on a keyed space (keyed_next, keyed_last) to a role or public; superusers and holders of the grant option';
 COMMENT ON FUNCTION keyed_revoke(text, text) IS 'revokes USAGE on a keyed space from a role or public, with what it granted onward';

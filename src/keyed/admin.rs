@@ -44,17 +44,28 @@ fn require_superuser(what: &str) {
 }
 
 /// Creates a keyed space: counters per bigint key, their bound raised `step` values at a time,
-/// keys grouped `section_size` consecutive keys to a section (superuser only).
+/// keys grouped `section_size` consecutive keys to a section (superuser only). With `registry`,
+/// every raise of a bound is confirmed by the lease registry too, and a first use after a start
+/// or a promotion starts above the registry's marks (`marks`).
 #[pg_extern(volatile, parallel_unsafe)]
 fn keyed_create(
     space: Option<&str>,
     step: default!(Option<i32>, 1000),
     section_size: default!(Option<i32>, 1000),
+    registry: default!(Option<bool>, false),
 ) {
     let space = required(space, "space");
     let step = required(step, "step") as i64;
     let section_size = required(section_size, "section_size") as i64;
+    let registry = required(registry, "registry");
     require_superuser("create a keyed space");
+    if registry && crate::gucs::lease_mode() == crate::gucs::LeaseMode::Off {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "a keyed space with registry => true needs the lease registry",
+            Some("Its bounds are raised through the lease worker's registry connection: set pg_idgen.lease_mode (fixed or auto) and pg_idgen.registry (docs/worker-ids.md, \"Leased worker ids\"), and restart."),
+        );
+    }
     validate_name(space.as_bytes());
     if let Err(msg) = pg_idgen_core::keyed::validate_config(step, section_size) {
         raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, None);
@@ -97,10 +108,16 @@ fn keyed_create(
         .unwrap_or_else(|e| spi_failed("revoke the backing sequence's privileges from PUBLIC", e));
     Spi::run_with_args(
         &format!(
-            "INSERT INTO {schema}.pg_idgen_keyed_spaces (space, seq, step, section_size) \
-             VALUES ($1, $2::pg_catalog.regclass, $3, $4)"
+            "INSERT INTO {schema}.pg_idgen_keyed_spaces (space, seq, step, section_size, registry) \
+             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5)"
         ),
-        &[space.into(), seqname.as_str().into(), (step as i32).into(), (section_size as i32).into()],
+        &[
+            space.into(),
+            seqname.as_str().into(),
+            (step as i32).into(),
+            (section_size as i32).into(),
+            registry.into(),
+        ],
     )
     .unwrap_or_else(|e| spi_failed("record the keyed space", e));
     // Nothing handed out yet: every bucket's durable bound is 0 (values start at 1).

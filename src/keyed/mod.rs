@@ -33,6 +33,7 @@
 
 pub(crate) mod admin;
 mod bounds;
+pub(crate) mod marks;
 pub(crate) mod next;
 mod space;
 mod table;
