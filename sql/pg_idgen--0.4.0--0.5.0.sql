@@ -489,7 +489,7 @@ COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: confi
 CREATE TABLE pg_idgen_keyed_marks (
     system_identifier numeric(20, 0) NOT NULL,
     database          oid NOT NULL,
-    space             text NOT NULL,
+    space             text NOT NULL CHECK (pg_catalog.octet_length(space) OPERATOR(pg_catalog.<=) 63),
     bucket            int NOT NULL CHECK (bucket OPERATOR(pg_catalog.>=) 0 AND bucket OPERATOR(pg_catalog.<=) 1023),
     bound             bigint NOT NULL,
     PRIMARY KEY (system_identifier, database, space, bucket)
