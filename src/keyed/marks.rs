@@ -261,34 +261,44 @@ fn set_err(r: &mut Req, e: &str) {
 /// Takes every pending request (PENDING → WORKING).
 pub fn take_pending() -> Vec<Taken> {
     let Some(h) = header() else { return Vec::new() };
-    let mut out = Vec::with_capacity(SLOTS);
-    // the copies, allocated before the lock is taken
-    let mut bufs: Vec<Vec<i64>> = (0..SLOTS).map(|_| Vec::with_capacity(BUCKETS)).collect();
-    let mut taken: Vec<(usize, u64, u32, [u8; MAX_NAME_BYTES], usize)> = Vec::with_capacity(SLOTS);
+    // How many there are (the worker runs this every round: mostly none), then the copies,
+    // allocated before the lock is taken again; requests that came meanwhile wait for the next
+    // round (their backends set the latch again).
+    let pending = {
+        let _g = locked(h);
+        // SAFETY: slots are read under the lock.
+        unsafe { (*h).reqs.iter().filter(|r| r.state == PENDING).count() }
+    };
+    if pending == 0 {
+        return Vec::new();
+    }
+    let mut bufs: Vec<Vec<i64>> = (0..pending).map(|_| Vec::with_capacity(BUCKETS)).collect();
+    let mut taken: Vec<(usize, u64, u32, [u8; MAX_NAME_BYTES], usize)> = Vec::with_capacity(pending);
     let now = boottime_ms();
     {
         let _g = locked(h);
         // SAFETY: slots are read and written under the lock, held exclusively.
         let hp = unsafe { &mut *h };
         for (i, r) in hp.reqs.iter_mut().enumerate() {
-            if r.state == PENDING {
+            if r.state == PENDING && taken.len() < pending {
                 r.state = WORKING;
                 r.at_ms = now;
-                bufs[i].extend_from_slice(&r.bounds);
+                bufs[taken.len()].extend_from_slice(&r.bounds);
                 taken.push((i, r.id, r.dbid.to_u32(), r.name, r.name_len));
             }
         }
     }
-    for (i, id, db, name, len) in taken {
-        out.push(Taken {
+    taken
+        .into_iter()
+        .zip(bufs)
+        .map(|((i, id, db, name, len), bounds)| Taken {
             slot: i,
             id,
             dbid: db,
             space: String::from_utf8_lossy(&name[..len.min(MAX_NAME_BYTES)]).into_owned(),
-            bounds: std::mem::take(&mut bufs[i]),
-        });
-    }
-    out
+            bounds,
+        })
+        .collect()
 }
 
 /// Answers a request taken by `take_pending`: the space's marks by bucket, or the error.
