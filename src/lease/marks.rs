@@ -34,6 +34,9 @@ impl Registry {
     }
 }
 
+/// The requests of one (database, space): its raises (highest per bucket) and their (slot, id).
+type Group = (u32, String, Vec<i64>, Vec<(usize, u64)>);
+
 /// Answers every pending request of the backends. `conninfo`, `timeout`: the lease settings.
 pub fn round(reg: &mut Registry, sysid: &str, conninfo: &str, timeout: Duration) {
     let pending = marks::take_pending();
@@ -57,7 +60,7 @@ pub fn round(reg: &mut Registry, sysid: &str, conninfo: &str, timeout: Duration)
         return fail_all(&pending, &e);
     }
     // one call per (database, space): the raises of every request of it, highest per bucket
-    let mut groups: Vec<(u32, String, Vec<i64>, Vec<(usize, u64)>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     for t in pending {
         match groups.iter_mut().find(|g| g.0 == t.dbid && g.1 == t.space) {
             Some(g) => {
