@@ -9,7 +9,7 @@
 #     of 100; keyed_status shows the mode; a first round of 2,000 keys on P writes 'reg''s marks
 #     in the registry (owned by node_a), none for 'loc'.
 #  2. S replays everything, then its WAL receiver is stopped (SIGSTOP); 12 rounds of the 2,000 keys
-#     of both spaces on P (every (space, key, value) the client received kept); P is killed (-9);
+#     of both spaces on P (4 clients at once, each on a quarter of the keys) (every (space, key, value) the client received kept); P is killed (-9);
 #     S did not receive P's last WAL; S is promoted at once (the receiver continues only to end).
 #  3. 12 rounds on S: 'reg': 0 (key, value) pairs handed out twice, every key above its largest
 #     old value; 'loc': pairs handed out twice (> 0: the test sees the hole the marks close).
@@ -43,16 +43,24 @@ as_err() {
     "$CLUSTER" psql "$R" -U "$1" -At -v VERBOSITY=verbose -c '\set VERBOSITY verbose' -c "$2" 2>&1 \
         | grep -oE 'ERROR: +[0-9A-Z]{5}' | head -1 | grep -oE '[0-9A-Z]{5}$' || true
 }
-# rounds NODE N OUT: N rounds of keyed_next on keys 1..K of both spaces, (space, key, value) to OUT
+# rounds NODE N OUT: 4 clients at once, client c on the keys k of 1..K with k % 4 = c, N rounds of
+# keyed_next on both spaces; every (space, key, value) a client received is appended to OUT (the
+# raises of several backends reach the lease worker together: batched per space)
 rounds() {
-    local node=$1 n=$2 out=$3 r
-    {
-        echo "SET client_min_messages = warning;"
-        for r in $(seq 1 "$n"); do
-            echo "COPY (SELECT 'reg', k, keyed_next('reg', k) FROM generate_series(1, $K) k) TO STDOUT;"
-            echo "COPY (SELECT 'loc', k, keyed_next('loc', k) FROM generate_series(1, $K) k) TO STDOUT;"
-        done
-    } | "$CLUSTER" psql "$node" -v ON_ERROR_STOP=1 -q >>"$out" 2>"$out.err" || true
+    local node=$1 n=$2 out=$3 c r pids=()
+    for c in 0 1 2 3; do
+        {
+            echo "SET client_min_messages = warning;"
+            for r in $(seq 1 "$n"); do
+                echo "COPY (SELECT 'reg', k, keyed_next('reg', k) FROM generate_series(1, $K) k WHERE k % 4 = $c) TO STDOUT;"
+                echo "COPY (SELECT 'loc', k, keyed_next('loc', k) FROM generate_series(1, $K) k WHERE k % 4 = $c) TO STDOUT;"
+            done
+        } | "$CLUSTER" psql "$node" -v ON_ERROR_STOP=1 -q >"$out.c$c" 2>"$out.c$c.err" &
+        pids+=($!)
+    done
+    for c in "${pids[@]}"; do wait "$c" || true; done
+    cat "$out".c? >>"$out"
+    cat "$out".c?.err >&2
 }
 
 # ---- the registry ----
