@@ -20,6 +20,7 @@ CREATE TABLE pg_idgen_keyed_spaces (
     created      timestamptz NOT NULL DEFAULT now(),
     nodes        int CHECK (nodes BETWEEN 1 AND 1024),
     node_index   int,
+    registry     boolean NOT NULL DEFAULT false,
     CONSTRAINT pg_idgen_keyed_spaces_fleet_check
         CHECK ((nodes IS NULL) = (node_index IS NULL) AND node_index >= 0 AND node_index < nodes)
 );
@@ -60,16 +61,17 @@ SELECT s.space, s.step, s.section_size, m.bound, m.floor, coalesce(m.raises, 0) 
                      (9223372036854775807 OPERATOR(pg_catalog.-) coalesce(s.node_index, 0))
                      OPERATOR(pg_catalog./) coalesce(s.nodes, 1))
                OPERATOR(pg_catalog.*) coalesce(s.nodes, 1) OPERATOR(pg_catalog.+) coalesce(s.node_index, 0)
-          FROM pg_idgen_keyed_bounds b WHERE b.space OPERATOR(pg_catalog.=) s.space) AS max_value
+          FROM pg_idgen_keyed_bounds b WHERE b.space OPERATOR(pg_catalog.=) s.space) AS max_value,
+       s.registry
 FROM pg_idgen_keyed_spaces s
 LEFT JOIN keyed_status_shmem() m USING (space)
 LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.seq;
-COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, highest durable bound and floor in memory, bound raises since server start, owner and privileges (USAGE: keyed_next, keyed_last), fleet mode''s nodes and node_index, and max_value: no value this node handed out for any key of the space is above it (its durable bounds)';
+COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, highest durable bound and floor in memory, bound raises since server start, owner and privileges (USAGE: keyed_next, keyed_last), fleet mode''s nodes and node_index, and max_value: no value this node handed out for any key of the space is above it (its durable bounds), and whether bounds are raised through the lease registry';
 GRANT SELECT ON keyed_status TO PUBLIC;
 
-REVOKE ALL ON FUNCTION keyed_create(text, int, int, int, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION keyed_create(text, int, int, int, int, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION keyed_set_node(text, int, bigint) FROM PUBLIC;
-COMMENT ON FUNCTION keyed_create(text, int, int, int, int) IS 'creates a keyed space (superuser); with nodes => N, node_index => k (fleet mode) this node hands out counter * N + k: values of a key distinct across the N writable nodes';
+COMMENT ON FUNCTION keyed_create(text, int, int, int, int, boolean) IS 'creates a keyed space (superuser); with nodes => N, node_index => k (fleet mode) this node hands out counter * N + k: values of a key distinct across the N writable nodes; with registry => true its bounds are raised through the lease registry too';
 COMMENT ON FUNCTION keyed_set_node(text, int, bigint) IS 'moves this node of a fleet-mode keyed space to another index (superuser): every value it hands out afterwards is above the given value';
 REVOKE ALL ON FUNCTION keyed_drop(text) FROM PUBLIC;
 COMMENT ON FUNCTION keyed_grant(text, text, boolean) IS 'grants USAGE on a keyed space (keyed_next, keyed_last) to a role or public; superusers and holders of the grant option';

@@ -304,3 +304,91 @@ COMMENT ON FUNCTION pg_idgen_slot_rows(int, bigint) IS 'registry, for the lease 
 COMMENT ON FUNCTION pg_idgen_slot_take(text, int, int, bigint) IS 'registry, for the lease workers: takes a slot for the caller''s worker id above its ceiling';
 COMMENT ON FUNCTION pg_idgen_slot_raise(text, int, int, bigint, bigint) IS 'registry, for the lease workers: raises the ceiling of a slot the caller holds';
 COMMENT ON FUNCTION pg_idgen_slot_release(text, int, int, bigint, bigint) IS 'registry, for the lease workers: marks released a slot moving away from the caller''s worker id';
+
+-- Keyed spaces created with registry => true (docs/keyed-sequences.md, "Asynchronous standbys"):
+-- a high-water mark per (system identifier, database, space, bucket of sections), raised by the
+-- node's lease worker before any value above a bucket's old bound is handed out, and read when a
+-- space is first used after a start or a promotion (each bucket starts above its mark). The
+-- system identifier is kept by physical replication, so a promoted standby finds the marks of
+-- the primary it replaced. Not dumped: like the leases, they belong to the running fleet.
+CREATE TABLE pg_idgen_keyed_marks (
+    system_identifier numeric(20, 0) NOT NULL,
+    database          oid NOT NULL,
+    space             text NOT NULL CHECK (pg_catalog.octet_length(space) OPERATOR(pg_catalog.<=) 63),
+    bucket            int NOT NULL CHECK (bucket OPERATOR(pg_catalog.>=) 0 AND bucket OPERATOR(pg_catalog.<=) 1023),
+    bound             bigint NOT NULL,
+    PRIMARY KEY (system_identifier, database, space, bucket)
+);
+COMMENT ON TABLE pg_idgen_keyed_marks IS 'registry: per node (system identifier), database, keyed space and bucket, a bound no value handed out there exceeds (pg_idgen, keyed_create(..., registry => true))';
+REVOKE ALL ON pg_idgen_keyed_marks FROM PUBLIC;
+-- Whose marks a registry role may write: the role that first wrote marks of a system identifier
+-- (a role of pg_idgen_registry_nodes) owns them; afterwards only that role, its members and
+-- superusers may read or raise them. A superuser may delete a row to hand a node's marks to
+-- another role (a standby that connects with another role than its primary did).
+CREATE TABLE pg_idgen_keyed_mark_owners (
+    system_identifier numeric(20, 0) PRIMARY KEY,
+    role_name         name NOT NULL,
+    since             timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE pg_idgen_keyed_mark_owners IS 'registry: the role whose members may read and raise the keyed marks of a node (system identifier), the first to write them (pg_idgen)';
+REVOKE ALL ON pg_idgen_keyed_mark_owners FROM PUBLIC;
+
+-- Raises the marks of (system_identifier, database, space) to at least bounds[i] for bucket
+-- buckets[i] (never lowers one; empty arrays: a read), and returns every mark of the space. The
+-- caller's login role must own the system identifier's marks (pg_idgen_keyed_mark_owners; the
+-- first registry node role to write them takes them), or be a superuser: 42501 otherwise.
+CREATE FUNCTION pg_idgen_keyed_marks(system_identifier text, database oid, space text, buckets int[], bounds bigint[])
+    RETURNS TABLE (bucket int, bound bigint)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+DECLARE
+    sysid numeric(20, 0);
+    owner name;
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL OR $4 IS NULL OR $5 IS NULL THEN
+        RAISE EXCEPTION 'pg_idgen_keyed_marks: no argument may be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.cardinality($4) OPERATOR(pg_catalog.<>) pg_catalog.cardinality($5) THEN
+        RAISE EXCEPTION 'pg_idgen_keyed_marks: buckets and bounds must have the same length' USING ERRCODE = '22023';
+    END IF;
+    sysid := $1::pg_catalog.numeric;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r
+                    WHERE r.rolname OPERATOR(pg_catalog.=) session_user AND r.rolsuper) THEN
+        SELECT o.role_name INTO owner FROM @extschema@.pg_idgen_keyed_mark_owners o
+         WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid;
+        IF NOT FOUND THEN
+            IF NOT EXISTS (SELECT FROM @extschema@.pg_idgen_registry_nodes n
+                             JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) n.role_name
+                            WHERE pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')) THEN
+                RAISE EXCEPTION 'role "%" is not a node role of this registry', session_user
+                    USING ERRCODE = '42501',
+                          HINT = 'A superuser of the registry maps a node''s role to its worker ids: INSERT INTO pg_idgen_registry_nodes (role_name, first_worker, last_worker) VALUES (...).';
+            END IF;
+            INSERT INTO @extschema@.pg_idgen_keyed_mark_owners AS o (system_identifier, role_name)
+            VALUES (sysid, session_user) ON CONFLICT (system_identifier) DO NOTHING;
+            SELECT o.role_name INTO owner FROM @extschema@.pg_idgen_keyed_mark_owners o
+             WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid;
+        END IF;
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) owner
+                          AND pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')) THEN
+            RAISE EXCEPTION 'role "%" may not write the keyed marks of system identifier %', session_user, sysid
+                USING ERRCODE = '42501',
+                      DETAIL = pg_catalog.format('They belong to role "%s", the first to write them.', owner),
+                      HINT = 'A node writes the marks of its own system identifier only; a superuser of the registry hands them to another role by deleting their row of pg_idgen_keyed_mark_owners.';
+        END IF;
+    END IF;
+    INSERT INTO @extschema@.pg_idgen_keyed_marks AS m (system_identifier, database, space, bucket, bound)
+    SELECT sysid, $2, $3, b.k, pg_catalog.max(b.v)
+      FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS b(k, v)
+     WHERE b.k IS NOT NULL AND b.v IS NOT NULL
+     GROUP BY b.k
+    ON CONFLICT (system_identifier, database, space, bucket)
+    DO UPDATE SET bound = GREATEST(m.bound, excluded.bound);
+    RETURN QUERY
+    SELECT m.bucket, m.bound FROM @extschema@.pg_idgen_keyed_marks m
+     WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid AND m.database OPERATOR(pg_catalog.=) $2
+       AND m.space OPERATOR(pg_catalog.=) $3;
+END
+$fn$;
+REVOKE ALL ON FUNCTION pg_idgen_keyed_marks(text, oid, text, int[], bigint[]) FROM PUBLIC;
+COMMENT ON FUNCTION pg_idgen_keyed_marks(text, oid, text, int[], bigint[]) IS 'registry, for the lease workers: raises and reads the keyed marks of the caller''s node (registry => true spaces)';

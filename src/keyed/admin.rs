@@ -47,7 +47,9 @@ fn require_superuser(what: &str) {
 /// keys grouped `section_size` consecutive keys to a section (superuser only). With `nodes` and
 /// `node_index` (fleet mode: this node is `node_index` of `nodes` writable nodes), every value
 /// this node hands out is `counter * nodes + node_index`: congruent to `node_index` modulo
-/// `nodes`, so no two nodes of the fleet hand out the same value of a key.
+/// `nodes`, so no two nodes of the fleet hand out the same value of a key. With `registry`,
+/// every raise of a bound is confirmed by the lease registry too, and a first use after a start
+/// or a promotion starts above the registry's marks (`marks`).
 /// (Symbol `keyed_create_fleet_wrapper`: 0.4.0's three-argument `keyed_create` named
 /// `keyed_create_wrapper`, now a shim in `compat`.)
 #[pg_extern(name = "keyed_create", volatile, parallel_unsafe)]
@@ -57,11 +59,20 @@ fn keyed_create_fleet(
     section_size: default!(Option<i32>, 1000),
     nodes: default!(Option<i32>, "NULL"),
     node_index: default!(Option<i32>, "NULL"),
+    registry: default!(Option<bool>, false),
 ) {
     let space = required(space, "space");
     let step = required(step, "step") as i64;
     let section_size = required(section_size, "section_size") as i64;
+    let registry = required(registry, "registry");
     require_superuser("create a keyed space");
+    if registry && crate::gucs::lease_mode() == crate::gucs::LeaseMode::Off {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "a keyed space with registry => true needs the lease registry",
+            Some("Its bounds are raised through the lease worker's registry connection: set pg_idgen.lease_mode (fixed or auto) and pg_idgen.registry (docs/worker-ids.md, \"Leased worker ids\"), and restart."),
+        );
+    }
     validate_name(space.as_bytes());
     if let Err(msg) = pg_idgen_core::keyed::validate_config(step, section_size) {
         raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, None);
@@ -112,8 +123,8 @@ fn keyed_create_fleet(
         .unwrap_or_else(|e| spi_failed("revoke the backing sequence's privileges from PUBLIC", e));
     Spi::run_with_args(
         &format!(
-            "INSERT INTO {schema}.pg_idgen_keyed_spaces (space, seq, step, section_size, nodes, node_index) \
-             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5, $6)"
+            "INSERT INTO {schema}.pg_idgen_keyed_spaces (space, seq, step, section_size, nodes, node_index, registry) \
+             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5, $6, $7)"
         ),
         &[
             space.into(),
@@ -122,6 +133,7 @@ fn keyed_create_fleet(
             (section_size as i32).into(),
             nodes.map(|n| n as i32).into(),
             node_index.map(|k| k as i32).into(),
+            registry.into(),
         ],
     )
     .unwrap_or_else(|e| spi_failed("record the keyed space", e));

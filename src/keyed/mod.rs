@@ -18,6 +18,12 @@
 //! number of keys or calls; a raise costs one in-place write and one WAL flush per `step` values
 //! of a bucket's busiest key.
 //!
+//! A space created with `registry => true` adds the lease registry to that invariant ([`marks`]):
+//! a raise also raises the bucket's mark in the registry (through the lease worker) before the
+//! bucket's shared bound moves, and a claim starts each bucket at max(local bound, mark). So a
+//! lagging asynchronous standby, promoted at once, continues above the old primary's values: the
+//! marks are kept per system identifier, which the standby shares.
+//!
 //! Each space still has a backing sequence (`pg_idgen_keyed_<n>`, owned by
 //! `pg_idgen_keyed_spaces.seq`): its identity (a space dropped and created again has another),
 //! the object whose heavyweight locks keep claims and raises apart, and the object whose USAGE
@@ -28,11 +34,13 @@
 //! bucket's — see `pg_idgen_core::keyed` for the rule and why it never goes back.
 //!
 //! Files: [`table`] (shared memory, locking protocol), [`space`] (a space's configuration, its
-//! shared entry, raising a bound), [`bounds`] (the durable bounds: read, raised in place), [`next`] (`keyed_next`, `keyed_last`), [`admin`]
+//! shared entry, raising a bound), [`bounds`] (the durable bounds: read, raised in place),
+//! [`marks`] (the registry marks, through the lease worker), [`next`] (`keyed_next`, `keyed_last`), [`admin`]
 //! (`keyed_create`, `keyed_drop`, the link trigger). The DDL is in `sql/keyed.sql`.
 
 pub(crate) mod admin;
 mod bounds;
+pub(crate) mod marks;
 pub(crate) mod next;
 mod space;
 mod table;

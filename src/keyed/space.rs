@@ -25,6 +25,8 @@ pub(super) struct Resolved {
     /// Plain mode, or fleet mode's nodes and this node's index: counter `c` is value
     /// `stride.value(c)`.
     pub(super) stride: Stride,
+    /// Bounds raised through the lease registry's marks too (`marks`).
+    pub(super) registry: bool,
     /// The role last found to have USAGE on the space (InvalidOid: none yet), by `authorize`;
     /// cleared with the cache by every relcache invalidation (a GRANT or REVOKE on the backing
     /// sequence sends one) and every change of role memberships or attributes.
@@ -44,6 +46,7 @@ pub(super) struct Config {
     pub(super) step: i64,
     pub(super) section_size: i64,
     pub(super) stride: Stride,
+    pub(super) registry: bool,
 }
 
 pub(super) fn validate_name(name: &[u8]) -> &str {
@@ -90,15 +93,17 @@ pub(super) fn read_config(name: &str) -> Option<Config> {
                 row.i64("section_size"),
                 row.i64("nodes"),
                 row.i64("node_index"),
+                row.bool("registry"),
             ));
         }
     });
-    let (seq, step, size, nodes, index) = found?;
+    let (seq, step, size, nodes, index, registry) = found?;
+    let registry = registry.unwrap_or(false);
     match (seq, step, size) {
         (Some(seqoid), Some(step), Some(section_size))
             if validate_config(step, section_size).is_ok() && validate_nodes(nodes, index).is_ok() =>
         {
-            Some(Config { seqoid, step, section_size, stride: Stride::new(nodes, index) })
+            Some(Config { seqoid, step, section_size, stride: Stride::new(nodes, index), registry })
         }
         _ => raise(
             Code::ERRCODE_DATA_CORRUPTED,
@@ -254,6 +259,11 @@ fn resolve_slow(name: &str) -> Resolved {
             touch(res.idx);
             return res;
         }
+        // A registry space starts each bucket above its registry mark: the marks of the primary
+        // this server may have replaced (promoted before it replayed the last raises). Read
+        // before the lock (they only grow, and raises by this server after this read are in its
+        // own bounds, read below under the lock).
+        let marks = if cfg.registry { Some(registry_marks(name)) } else { None };
         // The lock that excludes raises of the bounds (see `CLAIM_LOCK`), held from reading the
         // durable bounds to claiming with them. It waits for a keyed_drop in flight (DROP
         // SEQUENCE locks the sequence).
@@ -287,11 +297,16 @@ fn resolve_slow(name: &str) -> Resolved {
             let _su = RunAs::superuser();
             super::bounds::read_all(name)
         };
-        let Some(floors) = floors else {
+        let Some(mut floors) = floors else {
             // SAFETY: the lock taken above.
             unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, CLAIM_LOCK) };
             missing_bounds(name);
         };
+        if let Some(marks) = &marks {
+            for (f, m) in floors.iter_mut().zip(marks.iter()) {
+                *f = (*f).max(*m);
+            }
+        }
         let floor = &floors[..];
         let mut report = None;
         let claimed = {
@@ -360,7 +375,11 @@ fn current(db: pg_sys::Oid, name: &str, cfg: &Config) -> Option<Resolved> {
 /// Under the spaces lock: entry `i` (in use) if it is backed by the configured sequence.
 fn resolved_at(i: usize, cfg: &Config) -> Option<Resolved> {
     let s = space(i);
-    (s.seqoid == cfg.seqoid && s.step == cfg.step && s.section_size == cfg.section_size && s.stride == cfg.stride)
+    (s.seqoid == cfg.seqoid
+        && s.step == cfg.step
+        && s.section_size == cfg.section_size
+        && s.stride == cfg.stride
+        && s.registry == cfg.registry)
         .then(|| Resolved {
             idx: i,
             gen: s.gen.load(Ordering::Acquire),
@@ -368,6 +387,7 @@ fn resolved_at(i: usize, cfg: &Config) -> Option<Resolved> {
             step: s.step,
             section_size: s.section_size,
             stride: s.stride,
+            registry: s.registry,
             usage_for: pg_sys::InvalidOid,
         })
 }
@@ -568,6 +588,7 @@ fn claim(
         (*s).step = cfg.step;
         (*s).section_size = cfg.section_size;
         (*s).stride = cfg.stride;
+        (*s).registry = cfg.registry;
         for (b, &f) in floors.iter().enumerate().take(super::table::BUCKETS) {
             (*s).bounds[b].store(f, Ordering::Release);
             (*s).floors[b].store(f, Ordering::Release);
@@ -581,6 +602,7 @@ fn claim(
             step: cfg.step,
             section_size: cfg.section_size,
             stride: cfg.stride,
+            registry: cfg.registry,
             usage_for: pg_sys::InvalidOid,
         })
     }
@@ -663,6 +685,15 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, bucket: usize, need: i64) 
     // Everything inserted so far: our record, or the earlier record (possibly another backend's,
     // still unflushed) that wrote the bound we found.
     crate::segment::durable::flush_wal_and_wait_for_sync_standbys_for("a keyed space's new bound");
+    if res.registry {
+        // The registry's mark too, before any value above the old bound is handed out: a
+        // standby promoted before it replayed the raise continues above it.
+        if let Err(e) = raise_mark(name, bucket, v) {
+            // SAFETY: the lock taken above.
+            unsafe { pg_sys::UnlockRelationOid(res.seqoid, RAISE_LOCK) };
+            registry_failed(name, &e, true);
+        }
+    }
     {
         // Under the spaces lock: the entry may have been released and claimed by another space
         // since, whose bound this value is not (claims write the generation and the bounds
@@ -674,4 +705,44 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, bucket: usize, need: i64) 
     }
     // SAFETY: the lock taken above.
     unsafe { pg_sys::UnlockRelationOid(res.seqoid, RAISE_LOCK) };
+}
+
+/// The registry marks of a registry space by bucket (0 where none), or 55000.
+fn registry_marks(name: &str) -> Vec<i64> {
+    match super::marks::call(name, &[]) {
+        Ok(m) => m,
+        Err(e) => registry_failed(name, &e, false),
+    }
+}
+
+/// Raises the registry mark of `bucket` of a registry space to `bound`: Err unless the registry
+/// confirmed a mark at least that high.
+fn raise_mark(name: &str, bucket: usize, bound: i64) -> Result<(), String> {
+    let m = super::marks::call(name, &[(bucket, bound)])?;
+    match m.get(bucket) {
+        Some(&got) if got >= bound => Ok(()),
+        got => Err(format!(
+            "the registry's mark of bucket {bucket} is {} after a raise to {bound}",
+            got.copied().unwrap_or(0)
+        )),
+    }
+}
+
+/// The registry did not answer for a registry space: 55000, nothing handed out above the bounds
+/// already raised (`raise`: a raise; else the first use after a start, promotion or eviction).
+fn registry_failed(name: &str, why: &str, raise_: bool) -> ! {
+    crate::errors::raise_full(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        if raise_ {
+            format!("keyed space \"{name}\" cannot raise its bound: the registry did not confirm it")
+        } else {
+            format!("keyed space \"{name}\" cannot be used yet: the registry's marks of its bounds could not be read")
+        },
+        Some(format!("{why}.")),
+        Some(if raise_ {
+            "The space was created with registry => true: values above a bound are handed out only once the lease registry (pg_idgen.registry) has the new bound; values below the bounds already raised go on. Retry when the registry answers; see SELECT * FROM snowflake_lease() and the server log."
+        } else {
+            "The space was created with registry => true: its first use after a start, a promotion or an eviction reads its marks from the lease registry (pg_idgen.registry). Retry when the registry answers; see SELECT * FROM snowflake_lease() and the server log."
+        }),
+    )
 }

@@ -6,7 +6,8 @@
 //! * [`conninfo`] — `pg_idgen.registry` checked and made per-host settings, the password file;
 //! * [`tls`] — TLS to the registry (rustls), libpq's `sslmode` checks;
 //! * [`shmem`] — the shared word the hot path checks, and the worker's state for messages;
-//! * [`slots`] — the segment slots this node holds through the registry (`registry => true`).
+//! * [`slots`] — the segment slots this node holds through the registry (`registry => true`);
+//! * [`marks`] — the keyed spaces' registry marks (`keyed_create(..., registry => true)`).
 //!
 //! This module is what backends call: [`generation_worker`] on the hot path (one atomic load and
 //! a `CLOCK_BOOTTIME` read, nothing about the registry), and `snowflake_lease()`.
@@ -16,6 +17,7 @@
 //! silently replaced.
 
 pub mod conninfo;
+mod marks;
 pub mod registry;
 pub mod shmem;
 pub mod slots;

@@ -169,6 +169,11 @@ impl Registry {
         self.client = None;
     }
 
+    /// Whether there is no open connection.
+    pub(super) fn is_closed(&self) -> bool {
+        self.client.as_ref().is_none_or(|c| c.is_closed())
+    }
+
     /// Runs `fut` on the worker's thread, at most `self.timeout`, and (with `abort_on_term`) no
     /// longer than until SIGTERM arrives: checked every 50 ms, so that a fast shutdown never
     /// waits for a registry that does not answer.

@@ -505,6 +505,8 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
     }
     // SAFETY: MyLatch is this process's latch, in its PGPROC (shared memory).
     crate::segment::owners::set_worker_latch(unsafe { pg_sys::MyLatch });
+    // SAFETY: as above.
+    crate::keyed::marks::set_worker_latch(unsafe { pg_sys::MyLatch });
     let mut next_round = 0i64;
     let mut was_standby = false;
     loop {
@@ -529,6 +531,9 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
                 Wake::PostmasterDied => postmaster_died(sh),
             }
         }
+        // Keyed spaces' registry marks first: backends wait for them before handing out values
+        // above a bound (a raise) or at all (a claim after a start or a promotion).
+        super::marks::round(&mut w.reg, &w.me.system_identifier, &st.conninfo, st.timeout());
         let now = boottime_ms();
         let demand = crate::segment::owners::take_demand();
         let mut slots_due = demand;
@@ -551,6 +556,8 @@ pub extern "C-unwind" fn pg_idgen_lease_main(_arg: pg_sys::Datum) {
     // restart takes them again above their ceilings); serving them stops now.
     crate::segment::owners::invalidate();
     crate::segment::owners::set_worker_latch(std::ptr::null_mut());
+    crate::keyed::marks::set_worker_latch(std::ptr::null_mut());
+    crate::keyed::marks::fail_pending("the lease worker is shutting down");
     sh.invalidate();
     // The release is the one registry operation after SIGTERM: bounded by the timeout, not cut
     // short by the signal.

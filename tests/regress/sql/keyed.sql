@@ -200,3 +200,13 @@ SELECT keyed_drop('conv');
 DROP TABLE keyed_keys, public.keyed_shadow_calls;
 DROP SCHEMA keyed_mallory CASCADE;
 DROP ROLE regress_keyed_mallory, regress_keyed_eve, regress_keyed_app;
+-- registry => true needs the lease registry (pg_idgen.lease_mode is off here): 55000, nothing
+-- created; keyed_status shows each space's mode
+\set VERBOSITY sqlstate
+SELECT keyed_create('reg_space', registry => true);
+SELECT keyed_create('reg_space', registry => NULL);
+\set VERBOSITY default
+SELECT count(*) AS reg_spaces FROM pg_idgen_keyed_spaces WHERE space = 'reg_space';
+SELECT keyed_create('local_space');
+SELECT space, registry FROM keyed_status WHERE space = 'local_space';
+SELECT keyed_drop('local_space');

@@ -1,0 +1,101 @@
+//! The lease worker's side of the keyed registry marks (`keyed::marks` has the protocol): every
+//! pending request, one registry call per (database, space) — the raises of several backends and
+//! buckets in one statement — through the registry's `pg_idgen_keyed_marks()`
+//! (sql/registry_nodes.sql), which checks that this node's role owns the marks of its system
+//! identifier. Run by the worker's loop whenever a backend woke it, with or without a lease: a
+//! promoted standby reads and raises its marks before its lease is granted.
+
+use std::time::Duration;
+
+use crate::keyed::marks::{self, Taken};
+
+use super::registry::{RegError, Registry};
+
+impl Registry {
+    /// Raises the marks of (this node, db, space) to `bounds` (bucket → bound, 0: none) and
+    /// returns every mark of the space by bucket.
+    fn keyed_marks(&self, sysid: &str, db: u32, space: &str, bounds: &[i64]) -> Result<Vec<i64>, RegError> {
+        let (buckets, values): (Vec<i32>, Vec<i64>) =
+            bounds.iter().enumerate().filter(|(_, &v)| v > 0).map(|(b, &v)| (b as i32, v)).unzip();
+        let sql =
+            format!("SELECT bucket, bound FROM {}.pg_idgen_keyed_marks($1, $2, $3, $4, $5)", self.schema);
+        let rows = self.run(
+            "registry keyed marks",
+            self.client().query(sql.as_str(), &[&sysid, &db, &space, &buckets, &values]),
+        )?;
+        let mut out = vec![0i64; bounds.len()];
+        for r in rows {
+            let (b, v): (i32, i64) = (r.get(0), r.get(1));
+            if let Some(slot) = out.get_mut(b as usize) {
+                *slot = v;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The requests of one (database, space): its raises (highest per bucket) and their (slot, id).
+type Group = (u32, String, Vec<i64>, Vec<(usize, u64)>);
+
+/// Answers every pending request of the backends. `conninfo`, `timeout`: the lease settings.
+pub fn round(reg: &mut Registry, sysid: &str, conninfo: &str, timeout: Duration) {
+    let pending = marks::take_pending();
+    if pending.is_empty() {
+        return;
+    }
+    let fail_all = |pending: &[Taken], e: &str| {
+        for t in pending {
+            marks::complete(t.slot, t.id, Err(e));
+        }
+        marks::wake_waiters();
+    };
+    if conninfo.trim().is_empty() {
+        return fail_all(&pending, "pg_idgen.registry is not set");
+    }
+    if let Err(e) = super::registry::check_conninfo(conninfo) {
+        return fail_all(&pending, &format!("pg_idgen.registry is not a valid connection string: {e}"));
+    }
+    reg.configure(conninfo, timeout);
+    if let Err(e) = reg.connect() {
+        return fail_all(&pending, &e);
+    }
+    // one call per (database, space): the raises of every request of it, highest per bucket
+    let mut groups: Vec<Group> = Vec::new();
+    for t in pending {
+        match groups.iter_mut().find(|g| g.0 == t.dbid && g.1 == t.space) {
+            Some(g) => {
+                for (a, b) in g.2.iter_mut().zip(t.bounds.iter()) {
+                    *a = (*a).max(*b);
+                }
+                g.3.push((t.slot, t.id));
+            }
+            None => groups.push((t.dbid, t.space, t.bounds, vec![(t.slot, t.id)])),
+        }
+    }
+    let mut broken: Option<RegError> = None;
+    for (db, space, bounds, reqs) in &groups {
+        let r = match &broken {
+            Some(e) => Err(e.clone()),
+            None => reg.keyed_marks(sysid, *db, space, bounds),
+        };
+        match &r {
+            Ok(m) => reqs.iter().for_each(|&(s, id)| marks::complete(s, id, Ok(m))),
+            Err(e) => {
+                reqs.iter().for_each(|&(s, id)| marks::complete(s, id, Err(e)));
+                if broken.is_none() && reg_is_gone(reg) {
+                    broken = Some(e.clone());
+                }
+            }
+        }
+        marks::wake_waiters();
+    }
+    if broken.is_some() {
+        reg.disconnect();
+    }
+}
+
+/// Whether the registry connection is closed (after a failed call): the remaining groups fail
+/// with the same error rather than each waiting for the timeout.
+fn reg_is_gone(reg: &Registry) -> bool {
+    reg.is_closed()
+}
