@@ -17,9 +17,15 @@ CREATE TABLE pg_idgen_keyed_spaces (
     seq          regclass NOT NULL,
     step         int NOT NULL CHECK (step BETWEEN 1 AND 1000000000),
     section_size int NOT NULL CHECK (section_size BETWEEN 1 AND 1000000000),
-    created      timestamptz NOT NULL DEFAULT now()
+    created      timestamptz NOT NULL DEFAULT now(),
+    nodes        int CHECK (nodes BETWEEN 1 AND 1024),
+    node_index   int,
+    CONSTRAINT pg_idgen_keyed_spaces_fleet_check
+        CHECK ((nodes IS NULL) = (node_index IS NULL) AND node_index >= 0 AND node_index < nodes)
 );
 COMMENT ON TABLE pg_idgen_keyed_spaces IS 'pg_idgen keyed sequence spaces: one row per space, its durable bound in its own sequence (seq)';
+COMMENT ON COLUMN pg_idgen_keyed_spaces.nodes IS 'fleet mode: the number of writable nodes (fixed for the life of the space); NULL: plain mode';
+COMMENT ON COLUMN pg_idgen_keyed_spaces.node_index IS 'fleet mode: this node''s index, 0 .. nodes - 1: its values are counter * nodes + node_index (changed only by keyed_set_node)';
 SELECT pg_catalog.pg_extension_config_dump('pg_idgen_keyed_spaces', '');
 REVOKE ALL ON pg_idgen_keyed_spaces FROM PUBLIC;
 -- The durable bounds per bucket of sections (section s uses bucket s mod 1024): every value
@@ -48,14 +54,23 @@ CREATE TRIGGER pg_idgen_keyed_spaces_link
 
 CREATE VIEW keyed_status AS
 SELECT s.space, s.step, s.section_size, m.bound, m.floor, coalesce(m.raises, 0) AS raises,
-       pg_catalog.pg_get_userbyid(c.relowner) AS owner, c.relacl AS privileges
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner, c.relacl AS privileges,
+       s.nodes, s.node_index,
+       (SELECT LEAST(pg_catalog.max(b.bound),
+                     (9223372036854775807 OPERATOR(pg_catalog.-) coalesce(s.node_index, 0))
+                     OPERATOR(pg_catalog./) coalesce(s.nodes, 1))
+               OPERATOR(pg_catalog.*) coalesce(s.nodes, 1) OPERATOR(pg_catalog.+) coalesce(s.node_index, 0)
+          FROM pg_idgen_keyed_bounds b WHERE b.space OPERATOR(pg_catalog.=) s.space) AS max_value
 FROM pg_idgen_keyed_spaces s
 LEFT JOIN keyed_status_shmem() m USING (space)
 LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.seq;
-COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, highest durable bound and floor in memory, bound raises since server start, owner and privileges (USAGE: keyed_next, keyed_last)';
+COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, highest durable bound and floor in memory, bound raises since server start, owner and privileges (USAGE: keyed_next, keyed_last), fleet mode''s nodes and node_index, and max_value: no value this node handed out for any key of the space is above it (its durable bounds)';
 GRANT SELECT ON keyed_status TO PUBLIC;
 
-REVOKE ALL ON FUNCTION keyed_create(text, int, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION keyed_create(text, int, int, int, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION keyed_set_node(text, int, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION keyed_create(text, int, int, int, int) IS 'creates a keyed space (superuser); with nodes => N, node_index => k (fleet mode) this node hands out counter * N + k: values of a key distinct across the N writable nodes';
+COMMENT ON FUNCTION keyed_set_node(text, int, bigint) IS 'moves this node of a fleet-mode keyed space to another index (superuser): every value it hands out afterwards is above the given value';
 REVOKE ALL ON FUNCTION keyed_drop(text) FROM PUBLIC;
 COMMENT ON FUNCTION keyed_grant(text, text, boolean) IS 'grants USAGE on a keyed space (keyed_next, keyed_last) to a role or public; superusers and holders of the grant option';
 COMMENT ON FUNCTION keyed_revoke(text, text) IS 'revokes USAGE on a keyed space from a role or public, with what it granted onward';

@@ -454,3 +454,48 @@ BEGIN
     END LOOP;
 END
 $keyed_usage$;
+
+-- ---------------------------------------------------------------------------------------------
+-- Keyed sequences: fleet mode. A space created with nodes => N, node_index => k hands out
+-- counter * N + k on this node, so the N writable nodes of a fleet never hand out the same value
+-- of a key; keyed_set_node moves a node to another index above a given value. Spaces created
+-- before the update are in plain mode (both columns NULL) and hand out what they did.
+ALTER TABLE pg_idgen_keyed_spaces
+    ADD COLUMN nodes int CHECK (nodes BETWEEN 1 AND 1024),
+    ADD COLUMN node_index int,
+    ADD CONSTRAINT pg_idgen_keyed_spaces_fleet_check
+        CHECK ((nodes IS NULL) = (node_index IS NULL) AND node_index >= 0 AND node_index < nodes);
+COMMENT ON COLUMN pg_idgen_keyed_spaces.nodes IS 'fleet mode: the number of writable nodes (fixed for the life of the space); NULL: plain mode';
+COMMENT ON COLUMN pg_idgen_keyed_spaces.node_index IS 'fleet mode: this node''s index, 0 .. nodes - 1: its values are counter * nodes + node_index (changed only by keyed_set_node)';
+DROP FUNCTION keyed_create(text, int, int);
+CREATE FUNCTION keyed_create(
+    space TEXT,
+    step INT DEFAULT 1000,
+    section_size INT DEFAULT 1000,
+    nodes INT DEFAULT NULL,
+    node_index INT DEFAULT NULL
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'keyed_create_wrapper';
+CREATE FUNCTION keyed_set_node(space TEXT, node_index INT, above bigint) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'keyed_set_node_wrapper';
+REVOKE ALL ON FUNCTION keyed_create(text, int, int, int, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION keyed_set_node(text, int, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION keyed_create(text, int, int, int, int) IS 'creates a keyed space (superuser); with nodes => N, node_index => k (fleet mode) this node hands out counter * N + k: values of a key distinct across the N writable nodes';
+COMMENT ON FUNCTION keyed_set_node(text, int, bigint) IS 'moves this node of a fleet-mode keyed space to another index (superuser): every value it hands out afterwards is above the given value';
+CREATE OR REPLACE VIEW keyed_status AS
+SELECT s.space, s.step, s.section_size, m.bound, m.floor, coalesce(m.raises, 0) AS raises,
+       pg_catalog.pg_get_userbyid(c.relowner) AS owner, c.relacl AS privileges,
+       s.nodes, s.node_index,
+       (SELECT LEAST(pg_catalog.max(b.bound),
+                     (9223372036854775807 OPERATOR(pg_catalog.-) coalesce(s.node_index, 0))
+                     OPERATOR(pg_catalog./) coalesce(s.nodes, 1))
+               OPERATOR(pg_catalog.*) coalesce(s.nodes, 1) OPERATOR(pg_catalog.+) coalesce(s.node_index, 0)
+          FROM pg_idgen_keyed_bounds b WHERE b.space OPERATOR(pg_catalog.=) s.space) AS max_value
+FROM pg_idgen_keyed_spaces s
+LEFT JOIN keyed_status_shmem() m USING (space)
+LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.seq;
+COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, highest durable bound and floor in memory, bound raises since server start, owner and privileges (USAGE: keyed_next, keyed_last), fleet mode''s nodes and node_index, and max_value: no value this node handed out for any key of the space is above it (its durable bounds)';

@@ -71,6 +71,7 @@ extension_sql_file!(
         keyed::admin::keyed_drop,
         keyed::admin::keyed_grant,
         keyed::admin::keyed_revoke,
+        keyed::admin::keyed_set_node,
         keyed::next::keyed_status_shmem
     ]
 );

@@ -82,6 +82,78 @@ pub fn validate_count(n: i64, step: i64) -> Result<(), String> {
     Ok(())
 }
 
+/// Largest number of writable nodes of a space in fleet mode.
+pub const MAX_NODES: i64 = 1024;
+
+/// Checks a fleet-mode configuration: both of `nodes` and `node_index` or neither (plain mode),
+/// `1 <= nodes <= MAX_NODES`, `0 <= node_index < nodes`. The error says what is wrong.
+pub fn validate_nodes(nodes: Option<i64>, node_index: Option<i64>) -> Result<(), String> {
+    match (nodes, node_index) {
+        (None, None) => Ok(()),
+        (Some(_), None) | (None, Some(_)) => {
+            Err("nodes and node_index must be given together (fleet mode), or neither".to_string())
+        }
+        (Some(n), Some(k)) => {
+            if !(1..=MAX_NODES).contains(&n) {
+                return Err(format!("nodes must be between 1 and {MAX_NODES}, got {n}"));
+            }
+            if !(0..n).contains(&k) {
+                return Err(format!("node_index must be between 0 and nodes - 1 ({}), got {k}", n - 1));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// How a node's local counter of a key maps to the values it hands out. Plain mode is
+/// `nodes = 1, index = 0` (the value is the counter). In fleet mode (`nodes` writable nodes,
+/// this one `index`) counter `c` is value `c * nodes + index`: every value of the node is
+/// congruent to its index modulo `nodes`, so two nodes of the fleet never hand out the same value
+/// of a key, and a node's values of a key increase with its counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stride {
+    pub nodes: i64,
+    pub index: i64,
+    /// The largest counter whose value fits in a bigint: `(i64::MAX - index) / nodes`.
+    pub limit: i64,
+}
+
+impl Stride {
+    pub const PLAIN: Stride = Stride { nodes: 1, index: 0, limit: i64::MAX };
+
+    /// The stride of a validated configuration (see [`validate_nodes`]); plain mode for None.
+    pub fn new(nodes: Option<i64>, node_index: Option<i64>) -> Stride {
+        match (nodes, node_index) {
+            (Some(n), Some(k)) if (1..=MAX_NODES).contains(&n) && (0..n).contains(&k) => {
+                Stride { nodes: n, index: k, limit: (i64::MAX - k) / n }
+            }
+            _ => Stride::PLAIN,
+        }
+    }
+
+    /// The value of counter `c`, for `c <= limit` (what [`take`] hands out): one multiply-add.
+    #[inline(always)]
+    pub fn value(&self, c: i64) -> i64 {
+        c.wrapping_mul(self.nodes).wrapping_add(self.index)
+    }
+
+    /// The value `keyed_last` reports for a key whose counter (or the floor it continues from)
+    /// is `c`: the value of `c`, clamped to the node's values that fit in a bigint (a floor can
+    /// exceed `limit` once the key is exhausted; a counter below zero only if the bounds were
+    /// edited by hand). Every value handed out for the key is at most this.
+    pub fn last_value(&self, c: i64) -> i64 {
+        let c = c.clamp((i64::MIN + self.nodes - 1) / self.nodes, self.limit);
+        c * self.nodes + self.index
+    }
+
+    /// The counter floor at which every later value exceeds `above`: the smallest `f >= 0` with
+    /// `(f + 1) * nodes + index > above`, i.e. `floor((above - index) / nodes)`, at least 0.
+    pub fn floor_above(&self, above: i64) -> i64 {
+        let f = (above as i128 - self.index as i128).div_euclid(self.nodes as i128);
+        f.clamp(0, i64::MAX as i128) as i64
+    }
+}
+
 /// What taking `n` values after `cur` under the durable bound `bound` gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Take {
@@ -93,9 +165,12 @@ pub enum Take {
     Exhausted,
 }
 
-/// The bound rule: a value is handed out only if it is at most the durable bound.
-pub fn take(cur: i64, n: i64, bound: i64) -> Take {
+/// The bound rule: a value is handed out only if it is at most the durable bound, and a counter
+/// only if it is at most `limit` ([`Stride::limit`]: its value fits in a bigint).
+#[inline(always)]
+pub fn take(cur: i64, n: i64, bound: i64, limit: i64) -> Take {
     match cur.checked_add(n) {
+        Some(last) if last > limit => Take::Exhausted,
         None => Take::Exhausted,
         Some(last) if last <= bound => Take::Issue { last },
         Some(need) => Take::Raise { need },
@@ -198,21 +273,136 @@ mod tests {
 
     #[test]
     fn values_at_or_below_the_bound_are_issued_above_it_raise() {
-        assert_eq!(take(0, 1, 1000), Take::Issue { last: 1 });
-        assert_eq!(take(999, 1, 1000), Take::Issue { last: 1000 });
-        assert_eq!(take(1000, 1, 1000), Take::Raise { need: 1001 });
-        assert_eq!(take(995, 10, 1000), Take::Raise { need: 1005 });
-        assert_eq!(take(990, 10, 1000), Take::Issue { last: 1000 });
+        assert_eq!(take(0, 1, 1000, i64::MAX), Take::Issue { last: 1 });
+        assert_eq!(take(999, 1, 1000, i64::MAX), Take::Issue { last: 1000 });
+        assert_eq!(take(1000, 1, 1000, i64::MAX), Take::Raise { need: 1001 });
+        assert_eq!(take(995, 10, 1000, i64::MAX), Take::Raise { need: 1005 });
+        assert_eq!(take(990, 10, 1000, i64::MAX), Take::Issue { last: 1000 });
         // a floor above the bound (never: floors are bounded by it) still only raises
-        assert_eq!(take(2000, 1, 1000), Take::Raise { need: 2001 });
+        assert_eq!(take(2000, 1, 1000, i64::MAX), Take::Raise { need: 2001 });
     }
 
     #[test]
     fn the_largest_bigint_is_the_last_value() {
-        assert_eq!(take(i64::MAX - 1, 1, i64::MAX), Take::Issue { last: i64::MAX });
-        assert_eq!(take(i64::MAX, 1, i64::MAX), Take::Exhausted);
-        assert_eq!(take(i64::MAX - 5, 10, i64::MAX), Take::Exhausted);
-        assert_eq!(take(i64::MIN, 1, 0), Take::Issue { last: i64::MIN + 1 });
+        assert_eq!(take(i64::MAX - 1, 1, i64::MAX, i64::MAX), Take::Issue { last: i64::MAX });
+        assert_eq!(take(i64::MAX, 1, i64::MAX, i64::MAX), Take::Exhausted);
+        assert_eq!(take(i64::MAX - 5, 10, i64::MAX, i64::MAX), Take::Exhausted);
+        assert_eq!(take(i64::MIN, 1, 0, i64::MAX), Take::Issue { last: i64::MIN + 1 });
+    }
+
+    #[test]
+    fn fleet_configuration_limits() {
+        assert!(validate_nodes(None, None).is_ok());
+        assert!(validate_nodes(Some(1), Some(0)).is_ok());
+        assert!(validate_nodes(Some(MAX_NODES), Some(MAX_NODES - 1)).is_ok());
+        assert!(validate_nodes(Some(2), None).unwrap_err().contains("together"));
+        assert!(validate_nodes(None, Some(0)).unwrap_err().contains("together"));
+        assert!(validate_nodes(Some(0), Some(0)).unwrap_err().contains("nodes must be between 1 and 1024"));
+        assert!(validate_nodes(Some(MAX_NODES + 1), Some(0)).is_err());
+        assert!(validate_nodes(Some(-3), Some(0)).is_err());
+        assert!(validate_nodes(Some(3), Some(3)).unwrap_err().contains("node_index must be between 0 and nodes - 1 (2)"));
+        assert!(validate_nodes(Some(3), Some(-1)).is_err());
+        // an invalid configuration is never a stride: plain mode
+        assert_eq!(Stride::new(Some(3), Some(3)), Stride::PLAIN);
+        assert_eq!(Stride::new(None, None), Stride::PLAIN);
+    }
+
+    #[test]
+    fn plain_mode_values_are_the_counters() {
+        let p = Stride::PLAIN;
+        for c in [0, 1, 2, 1000, i64::MAX - 1, i64::MAX] {
+            assert_eq!(p.value(c), c);
+            assert_eq!(p.last_value(c), c);
+        }
+        assert_eq!(p.limit, i64::MAX);
+        assert_eq!(p.floor_above(12_345), 12_345);
+        assert_eq!(p.floor_above(-5), 0);
+    }
+
+    #[test]
+    fn fleet_values_are_the_nodes_residue_class_and_increase() {
+        for n in [1i64, 2, 3, 7, 1000, MAX_NODES] {
+            for k in [0, n / 2, n - 1] {
+                let s = Stride::new(Some(n), Some(k));
+                assert_eq!((s.nodes, s.index), (n, k));
+                let mut prev = i64::MIN;
+                for c in (1..50).chain(s.limit - 50..=s.limit) {
+                    let v = s.value(c);
+                    assert_eq!(v.rem_euclid(n), k, "n={n} k={k} c={c}");
+                    assert!(v > prev, "n={n} k={k} c={c}");
+                    prev = v;
+                }
+                // the limit is the last counter that fits: its value is the node's largest bigint
+                let top = s.value(s.limit);
+                assert!(top <= i64::MAX && i64::MAX - top < n, "n={n} k={k}");
+                assert!((s.limit as i128 + 1) * n as i128 + k as i128 > i64::MAX as i128);
+            }
+        }
+        // two nodes of a fleet never share a value
+        let (a, b) = (Stride::new(Some(2), Some(0)), Stride::new(Some(2), Some(1)));
+        let va: std::collections::HashSet<i64> = (1..10_000).map(|c| a.value(c)).collect();
+        assert!((1..10_000).all(|c| !va.contains(&b.value(c))));
+        assert_eq!((a.value(1), a.value(2), b.value(1), b.value(2)), (2, 4, 3, 5));
+    }
+
+    #[test]
+    fn fleet_counters_stop_before_the_value_overflows() {
+        let s = Stride::new(Some(3), Some(2));
+        assert_eq!(s.limit, (i64::MAX - 2) / 3);
+        assert_eq!(take(s.limit - 1, 1, i64::MAX, s.limit), Take::Issue { last: s.limit });
+        assert_eq!(take(s.limit, 1, i64::MAX, s.limit), Take::Exhausted);
+        assert_eq!(take(s.limit - 5, 10, i64::MAX, s.limit), Take::Exhausted);
+        // a raise is asked for only below the limit
+        assert_eq!(take(100, 1, 100, s.limit), Take::Raise { need: 101 });
+        assert_eq!(take(s.limit, 1, s.limit, s.limit), Take::Exhausted);
+        // a floor above the limit (the bound raised to the largest bigint) reports the node's top
+        assert_eq!(s.last_value(i64::MAX), s.value(s.limit));
+        assert_eq!(s.last_value(s.limit), s.value(s.limit));
+        assert_eq!(s.last_value(0), 2);
+        assert_eq!(s.last_value(i64::MIN).rem_euclid(3), 2);
+        let big = Stride::new(Some(MAX_NODES), Some(MAX_NODES - 1));
+        assert_eq!(big.value(big.limit), i64::MAX);
+        let zero = Stride::new(Some(MAX_NODES), Some(0));
+        assert_eq!(i64::MAX - zero.value(zero.limit), MAX_NODES - 1);
+    }
+
+    /// keyed_next(space, key, n) advances the counter by n and returns the value of the last
+    /// counter: the caller owns result - (n - 1) * nodes .. result, step nodes, and those are
+    /// exactly the values of the n counters taken.
+    #[test]
+    fn a_reservation_of_n_values_is_n_values_of_the_class() {
+        let s = Stride::new(Some(4), Some(3));
+        let mut cur = 0i64;
+        let mut all = Vec::new();
+        for n in [1i64, 5, 1, 10, 3] {
+            let Take::Issue { last } = take(cur, n, i64::MAX, s.limit) else { panic!() };
+            let result = s.value(last);
+            let owned: Vec<i64> = (0..n).map(|i| result - (n - 1 - i) * s.nodes).collect();
+            let taken: Vec<i64> = (cur + 1..=last).map(|c| s.value(c)).collect();
+            assert_eq!(owned, taken);
+            all.extend(owned);
+            cur = last;
+        }
+        assert_eq!(all.len(), 20);
+        assert!(all.windows(2).all(|w| w[1] - w[0] == 4));
+        assert_eq!(all[0], 7);
+        // keyed_last after the reservations: the last value owned
+        assert_eq!(s.last_value(cur), *all.last().unwrap());
+    }
+
+    #[test]
+    fn a_node_moved_above_a_value_continues_above_it() {
+        for (n, k) in [(1i64, 0i64), (2, 0), (2, 1), (3, 2), (1024, 5)] {
+            let s = Stride::new(Some(n), Some(k));
+            for above in [-10i64, 0, 1, 5, 999, 1000, 1001, 123_456_789, i64::MAX - 3000] {
+                let f = s.floor_above(above);
+                assert!(s.value(f + 1) > above, "n={n} k={k} above={above}");
+                // the least such floor (no needless gap)
+                assert!(f == 0 || s.value(f) <= above, "n={n} k={k} above={above}");
+            }
+            // above the node's top value: a floor at or past the limit (the key is exhausted)
+            assert!(s.floor_above(i64::MAX) >= s.limit);
+        }
     }
 
     #[test]
@@ -256,7 +446,7 @@ mod tests {
                 None => *sections.entry(sec).or_insert(space_floor),
             };
             let last = loop {
-                match take(cur, 1, bound) {
+                match take(cur, 1, bound, i64::MAX) {
                     Take::Issue { last } => break last,
                     Take::Raise { need } => {
                         while bound < need {
@@ -342,7 +532,7 @@ mod tests {
             let b = bucket_of(section_of(key, size));
             let cur = *keys.entry(key).or_insert(floors[b]);
             let last = loop {
-                match take(cur, 1, bounds[b]) {
+                match take(cur, 1, bounds[b], i64::MAX) {
                     Take::Issue { last } => break last,
                     Take::Raise { need } => bounds[b] = raised_bound(bounds[b], need, step),
                     Take::Exhausted => unreachable!(),

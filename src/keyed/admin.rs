@@ -44,12 +44,17 @@ fn require_superuser(what: &str) {
 }
 
 /// Creates a keyed space: counters per bigint key, their bound raised `step` values at a time,
-/// keys grouped `section_size` consecutive keys to a section (superuser only).
+/// keys grouped `section_size` consecutive keys to a section (superuser only). With `nodes` and
+/// `node_index` (fleet mode: this node is `node_index` of `nodes` writable nodes), every value
+/// this node hands out is `counter * nodes + node_index`: congruent to `node_index` modulo
+/// `nodes`, so no two nodes of the fleet hand out the same value of a key.
 #[pg_extern(volatile, parallel_unsafe)]
 fn keyed_create(
     space: Option<&str>,
     step: default!(Option<i32>, 1000),
     section_size: default!(Option<i32>, 1000),
+    nodes: default!(Option<i32>, "NULL"),
+    node_index: default!(Option<i32>, "NULL"),
 ) {
     let space = required(space, "space");
     let step = required(step, "step") as i64;
@@ -58,6 +63,14 @@ fn keyed_create(
     validate_name(space.as_bytes());
     if let Err(msg) = pg_idgen_core::keyed::validate_config(step, section_size) {
         raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, None);
+    }
+    let (nodes, node_index) = (nodes.map(i64::from), node_index.map(i64::from));
+    if let Err(msg) = pg_idgen_core::keyed::validate_nodes(nodes, node_index) {
+        raise(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            msg,
+            Some("Fleet mode: nodes => N (1 to 1024) writable nodes, node_index => k (0 to N - 1) this node's, both fixed for the life of the space; neither for a space of one writable node."),
+        );
     }
     let schema = extension_schema();
     let _su = RunAs::superuser();
@@ -97,10 +110,17 @@ fn keyed_create(
         .unwrap_or_else(|e| spi_failed("revoke the backing sequence's privileges from PUBLIC", e));
     Spi::run_with_args(
         &format!(
-            "INSERT INTO {schema}.pg_idgen_keyed_spaces (space, seq, step, section_size) \
-             VALUES ($1, $2::pg_catalog.regclass, $3, $4)"
+            "INSERT INTO {schema}.pg_idgen_keyed_spaces (space, seq, step, section_size, nodes, node_index) \
+             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5, $6)"
         ),
-        &[space.into(), seqname.as_str().into(), (step as i32).into(), (section_size as i32).into()],
+        &[
+            space.into(),
+            seqname.as_str().into(),
+            (step as i32).into(),
+            (section_size as i32).into(),
+            nodes.map(|n| n as i32).into(),
+            node_index.map(|k| k as i32).into(),
+        ],
     )
     .unwrap_or_else(|e| spi_failed("record the keyed space", e));
     // Nothing handed out yet: every bucket's durable bound is 0 (values start at 1).
@@ -146,6 +166,81 @@ fn keyed_drop(space: Option<&str>) {
     release(db, space);
     let s = space.to_string();
     pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &s));
+}
+
+/// Moves this node of a fleet-mode space to index `node_index` (superuser only), every value it
+/// hands out afterwards, for every key, above `above`: each bucket's durable bound is raised (as
+/// a counter of the new index) to the first counter whose value exceeds `above`, and the space's
+/// shared entry is released, so every key continues from there. `above` must be at least every
+/// value the index's previous holder handed out (its `keyed_status.max_value` when it left); the
+/// node's own index, with `above`, only raises its values. A plain space has no index (55000):
+/// the number of nodes is fixed for the life of a space.
+#[pg_extern(volatile, parallel_unsafe)]
+fn keyed_set_node(space: Option<&str>, node_index: Option<i32>, above: Option<i64>) {
+    let space = required(space, "space");
+    let node_index = required(node_index, "node_index") as i64;
+    let above = required(above, "above");
+    require_superuser("move a keyed space to another node index");
+    validate_name(space.as_bytes());
+    let schema = extension_schema();
+    let _su = RunAs::superuser();
+    let Some(cfg) = super::space::read_config(space) else { unknown_space(space) };
+    if cfg.stride == pg_idgen_core::keyed::Stride::PLAIN && !fleet_mode(space) {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("keyed space \"{space}\" is not in fleet mode"),
+            Some("The number of nodes of a space is fixed when it is created: keyed_create(space, nodes => N, node_index => k)."),
+        );
+    }
+    let nodes = cfg.stride.nodes;
+    if let Err(msg) = pg_idgen_core::keyed::validate_nodes(Some(nodes), Some(node_index)) {
+        raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, None);
+    }
+    // Excludes claims and raises of the space (CLAIM_LOCK and RAISE_LOCK conflict with it) until
+    // commit: no backend hands out a value of the old index from a bound raised meanwhile, nor
+    // claims the space with the configuration this transaction replaces.
+    // SAFETY: a heavyweight lock by OID, released at transaction end.
+    unsafe { pg_sys::LockRelationOid(cfg.seqoid, pg_sys::ExclusiveLock as pg_sys::LOCKMODE) };
+    // SAFETY: a syscache probe by OID.
+    if unsafe { pg_sys::get_rel_relkind(cfg.seqoid) } != pg_sys::RELKIND_SEQUENCE as std::ffi::c_char {
+        super::space::missing_sequence(space);
+    }
+    let stride = pg_idgen_core::keyed::Stride::new(Some(nodes), Some(node_index));
+    let floor = stride.floor_above(above);
+    // Every bucket's bound raised in place, as keyed_next raises them (an UPDATE would leave row
+    // versions that in-place raises refuse to write while it is in flight, or after it aborts):
+    // not undone if this transaction aborts (a gap, never a value handed out twice), and in the
+    // WAL before this transaction's commit record, so durable whenever the new index is.
+    for bucket in 0..pg_idgen_core::keyed::BUCKETS {
+        pg_sys::check_for_interrupts!();
+        if super::bounds::raise_in_place(space, bucket, floor, cfg.step).is_none() {
+            super::space::missing_bounds(space);
+        }
+    }
+    Spi::run_with_args(
+        &format!(
+            "UPDATE {schema}.pg_idgen_keyed_spaces SET node_index = $2 WHERE space OPERATOR(pg_catalog.=) $1"
+        ),
+        &[space.into(), (node_index as i32).into()],
+    )
+    .unwrap_or_else(|e| spi_failed("record the keyed space's node index", e));
+    // The shared entry is released now (no backend claims it again before commit: the lock) and
+    // at commit, so every key continues from the raised bounds.
+    let db = my_db();
+    release(db, space);
+    let s = space.to_string();
+    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &s));
+}
+
+/// Whether the space's row has `nodes` set (a fleet of one node is `Stride::PLAIN` too).
+fn fleet_mode(space: &str) -> bool {
+    let mut nodes = None;
+    crate::tables::scan_extension_table(c"pg_idgen_keyed_spaces", |row| {
+        if row.text("space").as_deref() == Some(space) {
+            nodes = row.i64("nodes");
+        }
+    });
+    nodes.is_some()
 }
 
 crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_keyed_link);

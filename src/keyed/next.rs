@@ -130,7 +130,8 @@ fn next_n(name: &[u8], key: i64, n: i64) -> i64 {
                 let t = tick(part);
                 let slot = &mut set_slots(part, set)[w];
                 slot.tick = t;
-                match take(slot.val, n, space(res.idx).bounds[bucket_of(sec)].load(Ordering::Acquire)) {
+                let bound = space(res.idx).bounds[bucket_of(sec)].load(Ordering::Acquire);
+                match take(slot.val, n, bound, res.stride.limit) {
                     // The entry may have been released or claimed again since the check above
                     // (that takes the spaces lock, not this one), and the floor or bound just
                     // read may be the new generation's: a claim publishes its generation before
@@ -138,7 +139,8 @@ fn next_n(name: &[u8], key: i64, n: i64) -> i64 {
                     _ if !res.still_valid() => Outcome::Stale,
                     Take::Issue { last } => {
                         slot.val = last;
-                        Outcome::Issued(last)
+                        // the counter's value: itself in plain mode, c * nodes + index in fleet mode
+                        Outcome::Issued(res.stride.value(last))
                     }
                     Take::Raise { need } => Outcome::Raise(need),
                     Take::Exhausted => Outcome::Exhausted,
@@ -175,7 +177,9 @@ fn last(name: &[u8], key: i64) -> i64 {
         super::space::check_usage(name, cfg.seqoid);
         let bucket = bucket_of(section_of(key, cfg.section_size));
         let _su = crate::catalog::RunAs::superuser();
-        return super::bounds::read_one(name, bucket).unwrap_or_else(|| super::space::missing_bounds(name));
+        let bound =
+            super::bounds::read_one(name, bucket).unwrap_or_else(|| super::space::missing_bounds(name));
+        return cfg.stride.last_value(bound);
     }
     loop {
         pg_sys::check_for_interrupts!();
@@ -191,14 +195,17 @@ fn last(name: &[u8], key: i64) -> i64 {
         }
         let nsets = sets();
         let kset = set_of(res.gen, key, false, nsets);
-        if let Some(w) = find(set_slots(part, kset), KIND_KEY, &res, key) {
-            return set_slots(part, kset)[w].val;
-        }
-        let sset = set_of(res.gen, sec, true, nsets);
-        if let Some(w) = find(set_slots(part, sset), KIND_SECTION, &res, sec) {
-            return set_slots(part, sset)[w].val;
-        }
-        return space(res.idx).floors[bucket_of(sec)].load(Ordering::Acquire);
+        let c = if let Some(w) = find(set_slots(part, kset), KIND_KEY, &res, key) {
+            set_slots(part, kset)[w].val
+        } else {
+            let sset = set_of(res.gen, sec, true, nsets);
+            match find(set_slots(part, sset), KIND_SECTION, &res, sec) {
+                Some(w) => set_slots(part, sset)[w].val,
+                None => space(res.idx).floors[bucket_of(sec)].load(Ordering::Acquire),
+            }
+        };
+        drop(_g);
+        return res.stride.last_value(c);
     }
 }
 

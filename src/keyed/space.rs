@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
+use pg_idgen_core::keyed::{validate_config, validate_nodes, Stride};
 use pgrx::pg_sys;
 
 use super::table::{header, my_db, space, space_mut, Held, FAIR_SHARE, MAX_NAME_BYTES, MAX_SPACES};
@@ -21,6 +22,9 @@ pub(super) struct Resolved {
     pub(super) seqoid: pg_sys::Oid,
     pub(super) step: i64,
     pub(super) section_size: i64,
+    /// Plain mode, or fleet mode's nodes and this node's index: counter `c` is value
+    /// `stride.value(c)`.
+    pub(super) stride: Stride,
     /// The role last found to have USAGE on the space (InvalidOid: none yet), by `authorize`;
     /// cleared with the cache by every relcache invalidation (a GRANT or REVOKE on the backing
     /// sequence sends one) and every change of role memberships or attributes.
@@ -34,10 +38,12 @@ impl Resolved {
 }
 
 /// A space's row of pg_idgen_keyed_spaces.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) struct Config {
     pub(super) seqoid: pg_sys::Oid,
     pub(super) step: i64,
     pub(super) section_size: i64,
+    pub(super) stride: Stride,
 }
 
 pub(super) fn validate_name(name: &[u8]) -> &str {
@@ -78,15 +84,21 @@ pub(super) fn read_config(name: &str) -> Option<Config> {
     let mut found = None;
     tables::scan_extension_table(c"pg_idgen_keyed_spaces", |row| {
         if found.is_none() && row.text("space").as_deref() == Some(name) {
-            found = Some((row.oid("seq"), row.i64("step"), row.i64("section_size")));
+            found = Some((
+                row.oid("seq"),
+                row.i64("step"),
+                row.i64("section_size"),
+                row.i64("nodes"),
+                row.i64("node_index"),
+            ));
         }
     });
-    let (seq, step, size) = found?;
+    let (seq, step, size, nodes, index) = found?;
     match (seq, step, size) {
         (Some(seqoid), Some(step), Some(section_size))
-            if pg_idgen_core::keyed::validate_config(step, section_size).is_ok() =>
+            if validate_config(step, section_size).is_ok() && validate_nodes(nodes, index).is_ok() =>
         {
-            Some(Config { seqoid, step, section_size })
+            Some(Config { seqoid, step, section_size, stride: Stride::new(nodes, index) })
         }
         _ => raise(
             Code::ERRCODE_DATA_CORRUPTED,
@@ -260,6 +272,17 @@ fn resolve_slow(name: &str) -> Resolved {
             // after the row was read: read it again.
             continue;
         }
+        // A keyed_set_node (which holds a lock excluding this one until its commit) may have
+        // changed the configuration since it was read: claim only with the one now committed.
+        let again = {
+            let _su = RunAs::superuser();
+            read_config(name)
+        };
+        if again != Some(cfg) {
+            // SAFETY: the lock taken above.
+            unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, CLAIM_LOCK) };
+            continue;
+        }
         let floors = {
             let _su = RunAs::superuser();
             super::bounds::read_all(name)
@@ -337,14 +360,16 @@ fn current(db: pg_sys::Oid, name: &str, cfg: &Config) -> Option<Resolved> {
 /// Under the spaces lock: entry `i` (in use) if it is backed by the configured sequence.
 fn resolved_at(i: usize, cfg: &Config) -> Option<Resolved> {
     let s = space(i);
-    (s.seqoid == cfg.seqoid && s.step == cfg.step && s.section_size == cfg.section_size).then(|| Resolved {
-        idx: i,
-        gen: s.gen.load(Ordering::Acquire),
-        seqoid: s.seqoid,
-        step: s.step,
-        section_size: s.section_size,
-        usage_for: pg_sys::InvalidOid,
-    })
+    (s.seqoid == cfg.seqoid && s.step == cfg.step && s.section_size == cfg.section_size && s.stride == cfg.stride)
+        .then(|| Resolved {
+            idx: i,
+            gen: s.gen.load(Ordering::Acquire),
+            seqoid: s.seqoid,
+            step: s.step,
+            section_size: s.section_size,
+            stride: s.stride,
+            usage_for: pg_sys::InvalidOid,
+        })
 }
 
 /// Entries that can never be used again, as (index, generation): those of databases that no
@@ -542,6 +567,7 @@ fn claim(
         (*s).seqoid = cfg.seqoid;
         (*s).step = cfg.step;
         (*s).section_size = cfg.section_size;
+        (*s).stride = cfg.stride;
         for (b, &f) in floors.iter().enumerate().take(super::table::BUCKETS) {
             (*s).bounds[b].store(f, Ordering::Release);
             (*s).floors[b].store(f, Ordering::Release);
@@ -554,6 +580,7 @@ fn claim(
             seqoid: cfg.seqoid,
             step: cfg.step,
             section_size: cfg.section_size,
+            stride: cfg.stride,
             usage_for: pg_sys::InvalidOid,
         })
     }

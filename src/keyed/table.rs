@@ -5,7 +5,7 @@
 //!
 //! * One named LWLock tranche "pg_idgen keyed" with `1 + PARTITIONS` locks. Lock 0 (the *spaces
 //!   lock*) guards claiming and releasing space entries: a space's identity (`in_use`, `dbid`,
-//!   the name, `seqoid`, `step`, `section_size`) is written only under it, exclusively; `gen` is
+//!   the name, `seqoid`, `step`, `section_size`, `stride`) is written only under it, exclusively; `gen` is
 //!   an atomic written only under it too, so the hot path reads it without the lock to detect a
 //!   released or re-claimed space. Lock `1 + p` (a *partition lock*) guards every cache slot of
 //!   partition `p` and the partition's tick.
@@ -74,6 +74,8 @@ pub(super) struct Space {
     pub(super) seqoid: pg_sys::Oid,
     pub(super) step: i64,
     pub(super) section_size: i64,
+    /// Plain mode, or fleet mode's nodes and this node's index (see `pg_idgen_core::keyed::Stride`).
+    pub(super) stride: pg_idgen_core::keyed::Stride,
     /// Changes whenever the entry is claimed or released (0: never claimed).
     pub(super) gen: AtomicU64,
     /// Per bucket of sections: every value handed out for a key of the bucket is at most its
