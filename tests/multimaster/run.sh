@@ -118,7 +118,8 @@ for n in 1 2 3; do load_start "$n" --inserters 2 --selectors 1 "${KEYED_OPT[@]}"
 lag_sampler & LAG_PID=$!
 for n in 1 2 3; do wait_until 30 "values from node $n" got "$n" 20 || finish; done
 a1=$(progress node1 1); a2=$(progress node2 1); a3=$(progress node3 1); sleep 4
-MESH_RATE="$(rate "$a1" "$(progress node1 1)" 4)/$(rate "$a2" "$(progress node2 1)" 4)/$(rate "$a3" "$(progress node3 1)" 4)"
+r1=$(rate "$a1" "$(progress node1 1)" 4); r2=$(rate "$a2" "$(progress node2 1)" 4); r3=$(rate "$a3" "$(progress node3 1)" 4)
+MESH_RATE="$r1/$r2/$r3 (together $((r1 + r2 + r3)))"
 log "under load: node 1/2/3 $MESH_RATE values/s; one node alone $SINGLE_RATE values/s"
 
 # node 2: kill -9 of its postmaster, restarted
