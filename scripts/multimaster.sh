@@ -57,6 +57,9 @@ die() { printf 'multimaster.sh: %s\n' "$*" >&2; exit 1; }
 note() { printf '[multimaster] %s\n' "$*" >&2; }
 usage() { sed -n '2,/^# Examples/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
+# the PostgreSQL programs resolved once for every cluster.sh call below (scripts/pgenv.bash)
+# shellcheck source=pgenv.bash
+. "$ROOT/scripts/pgenv.bash"
 RUN_DIR=$("$CLUSTER" rundir)
 PREFIX=mm
 DB=${PGDATABASE:-postgres}
