@@ -31,6 +31,11 @@
 #                          holder cut from its registry, a standby with a clock behind promoted;
 #                          every value recorded, none handed out twice (tests/partition/run.sh; the
 #                          CI subset in make test on one major, every scenario in make test-all)
+#   make test-multimaster [PG=NN]   PostgreSQL 16+: three writable nodes replicating to each other
+#                          (origin = none) under load with every generator, a node killed, one
+#                          stopped and caught up, one joining live and one leaving; no value twice,
+#                          no apply conflict, every row on every node (tests/multimaster/run.sh;
+#                          part of make test on 16 and 18)
 #   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
 #   make test-monitoring [PG=NN]   prometheus/: promtool check + test of the alert rules, then a
 #                          real postgres_exporter (Debian's) scraping a cluster of that major
@@ -93,7 +98,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 .NOTPARALLEL:
 
 .PHONY: deps build install install-test run psql stop test test-matrix test-docs test-core test-pgrx \
-        test-all test-regress test-integration test-clients test-ha test-partition test-upgrade test-extension-update test-package \
+        test-all test-regress test-integration test-clients test-ha test-partition test-multimaster test-upgrade test-extension-update test-package \
         test-monitoring test-monitoring-rules \
         test-assert bench pgenv package clean clean-servers
 
@@ -208,6 +213,12 @@ test-ha: install-test
 test-partition: install-test
 	@echo "=== partitions and clock skew on PostgreSQL $(PG): tests/partition/run.sh ==="
 	tests/partition/run.sh
+
+# an active-active group (scripts/multimaster.sh: three writable nodes, logical replication with
+# origin = none) under load: kill -9, stop/catch-up, a node joining and one leaving; PostgreSQL 16+
+test-multimaster: install-test
+	@echo "=== active-active on PostgreSQL $(PG): tests/multimaster/run.sh ==="
+	tests/multimaster/run.sh
 
 test-clients: install-test
 	@echo "=== client libraries on PostgreSQL $(PG): tests/clients/run.sh ==="

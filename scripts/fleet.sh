@@ -19,6 +19,11 @@
 #       W..W+N-1 and pg_idgen.lease_ttl = S seconds (default 10; lease_margin = S/5, at least 1);
 #       `status` then shows the id each node holds.
 #       Options after `--` go to every postgres (e.g. -- -c log_min_messages=info).
+#       --no-agg: no aggregator (without --lease), e.g. for a mesh (scripts/multimaster.sh).
+#   scripts/fleet.sh start-node [--name PREFIX] [start options] NODE   # (re)start one node alone,
+#       with the settings start gives it (pass the same options: --lease, --lease-ttl, --db, -- ...)
+#   scripts/fleet.sh add [--name PREFIX] [start options]   # one more node: the next number, the
+#       next port and worker id after the fleet's highest (or leased), started alone; prints nodeN
 #   scripts/fleet.sh stop     [--name PREFIX] [fast|smart|immediate]   # keeps the data
 #   scripts/fleet.sh destroy  [--name PREFIX]                          # stop immediate + rm -rf
 #   scripts/fleet.sh status   [--name PREFIX]         # one line per instance; exit 3 if any is down
@@ -77,6 +82,7 @@ PG_OPTS=()
 ARGS=()
 LEASE=0
 LEASE_TTL=10
+NO_AGG=0
 
 is_int() { [[ ${1:-} =~ ^-?[0-9]+$ ]]; }
 
@@ -90,6 +96,7 @@ parse() {
             --agg-worker-id)   AGG_WORKER=${2:-}; shift 2 ;;
             --db)              DB=${2:-}; shift 2 ;;
             --lease)           LEASE=1; shift ;;
+            --no-agg)          NO_AGG=1; shift ;;
             --lease-ttl)       LEASE_TTL=${2:-}; shift 2 ;;
             --)                shift; PG_OPTS=("$@"); break ;;
             -h|--help)         usage ;;
@@ -119,20 +126,64 @@ lookup() {
     echo "$v"
 }
 
+# the postgres settings every instance of the fleet gets (for N nodes)
+common_opts() {
+    local n=$1
+    # room for two subscribing databases per node on the aggregator (or, in a mesh, a subscription
+    # to every other node), each subscription using one apply worker and up to
+    # max_sync_workers_per_subscription (2) table sync workers
+    local slots=$((4 * n + 10)) lrw=$((6 * n + 4))
+    COMMON=(-c wal_level=logical
+            -c "max_replication_slots=$slots" -c "max_wal_senders=$slots"
+            -c "max_logical_replication_workers=$lrw"
+            -c "max_worker_processes=$((lrw + 10))"
+            -c max_connections=100)
+}
+
+# start_instance ROLE NAME PORT WID N: start (initdb on first use) one instance of the fleet,
+# with the settings of its role; N: the number of nodes (the lease range is W..W+N-1)
+start_instance() {
+    local role=$1 name=$2 port=$3 wid=$4 n=$5 own
+    common_opts "$n"
+    own=(-c "pg_idgen.worker_id=$wid")
+    if [ "$wid" = lease ]; then   # the aggregator (first line) is up: it is the registry
+        local margin=$(( LEASE_TTL / 5 > 1 ? LEASE_TTL / 5 : 1 ))
+        own=(-c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto
+             -c "pg_idgen.registry=host=127.0.0.1 port=$BASE_PORT user=postgres dbname=$DB"
+             -c "pg_idgen.node_name=$role" -c "pg_idgen.lease_range=$FIRST_WORKER-$((FIRST_WORKER + n - 1))"
+             -c "pg_idgen.lease_ttl=$LEASE_TTL" -c "pg_idgen.lease_margin=$margin")
+        note "$role: cluster $name, port $port, worker id leased from the aggregator (auto)"
+    else
+        note "$role: cluster $name, port $port, pg_idgen.worker_id = $wid"
+    fi
+    "$CLUSTER" start "$name" "$port" "${COMMON[@]}" "${own[@]}" \
+        ${PG_OPTS[@]+"${PG_OPTS[@]}"} 2>/dev/null \
+        || { "$CLUSTER" log "$name" 20 >&2 || true; die "could not start $name"; }
+    if [ "$DB" != postgres ]; then
+        "$CLUSTER" psql "$name" -At -c "SELECT 1 FROM pg_database WHERE datname = '$DB'" | grep -q 1 \
+            || "$CLUSTER" psql "$name" -c "CREATE DATABASE \"$DB\""
+    fi
+    PGDATABASE=$DB "$CLUSTER" psql "$name" -c "SET client_min_messages = warning" \
+        -c "CREATE EXTENSION IF NOT EXISTS pg_idgen"
+}
+
+# wait_lease NAME ROLE: wait (at most 30 s) until the instance holds its lease
+wait_lease() {
+    local i st=
+    for i in $(seq 1 150); do
+        st=$(PGDATABASE=$DB "$CLUSTER" psql "$1" -At -c "SELECT state FROM snowflake_lease()" 2>/dev/null || true)
+        [ "$st" = held ] && break
+        sleep 0.2
+    done
+    [ "$st" = held ] || note "$2: no lease yet (state: ${st:-?}); see $CLUSTER log $1"
+}
+
 cmd_start() {
     mkdir -p "$RUN_DIR"
     local n=$NODES
-    # room for two subscribing databases per node on the aggregator, each subscription using
-    # one apply worker and up to max_sync_workers_per_subscription (2) table sync workers
-    local slots=$((4 * n + 10)) lrw=$((6 * n + 4))
-    local common=(-c wal_level=logical
-                  -c "max_replication_slots=$slots" -c "max_wal_senders=$slots"
-                  -c "max_logical_replication_workers=$lrw"
-                  -c "max_worker_processes=$((lrw + 10))"
-                  -c max_connections=100)
     local f; f=$(FLEET_FILE)
     {
-        echo "agg ${PREFIX}agg $BASE_PORT $AGG_WORKER"
+        [ "$NO_AGG" = 1 ] && [ "$LEASE" = 0 ] || echo "agg ${PREFIX}agg $BASE_PORT $AGG_WORKER"
         local i
         for i in $(seq 1 "$n"); do
             if [ "$LEASE" = 1 ]; then echo "node$i ${PREFIX}$i $((BASE_PORT + i)) lease"
@@ -140,42 +191,39 @@ cmd_start() {
         done
     } > "$f.tmp"
     mv -f "$f.tmp" "$f"
-    local role name port wid own
-    while read -r role name port wid; do
-        own=(-c "pg_idgen.worker_id=$wid")
-        if [ "$wid" = lease ]; then   # the aggregator (first line) is up: it is the registry
-            local margin=$(( LEASE_TTL / 5 > 1 ? LEASE_TTL / 5 : 1 ))
-            own=(-c pg_idgen.worker_id=-1 -c pg_idgen.lease_mode=auto
-                 -c "pg_idgen.registry=host=127.0.0.1 port=$BASE_PORT user=postgres dbname=$DB"
-                 -c "pg_idgen.node_name=$role" -c "pg_idgen.lease_range=$FIRST_WORKER-$((FIRST_WORKER + n - 1))"
-                 -c "pg_idgen.lease_ttl=$LEASE_TTL" -c "pg_idgen.lease_margin=$margin")
-            note "$role: cluster $name, port $port, worker id leased from the aggregator (auto)"
-        else
-            note "$role: cluster $name, port $port, pg_idgen.worker_id = $wid"
-        fi
-        "$CLUSTER" start "$name" "$port" "${common[@]}" "${own[@]}" \
-            ${PG_OPTS[@]+"${PG_OPTS[@]}"} 2>/dev/null \
-            || { "$CLUSTER" log "$name" 20 >&2 || true; die "could not start $name"; }
-        if [ "$DB" != postgres ]; then
-            "$CLUSTER" psql "$name" -At -c "SELECT 1 FROM pg_database WHERE datname = '$DB'" | grep -q 1 \
-                || "$CLUSTER" psql "$name" -c "CREATE DATABASE \"$DB\""
-        fi
-        PGDATABASE=$DB "$CLUSTER" psql "$name" -c "SET client_min_messages = warning" \
-            -c "CREATE EXTENSION IF NOT EXISTS pg_idgen"
-    done < "$f"
-    if [ "$LEASE" = 1 ]; then   # wait (at most 30 s each) until every node holds its lease
+    local role name port wid
+    while read -r role name port wid; do start_instance "$role" "$name" "$port" "$wid" "$n"; done < "$f"
+    if [ "$LEASE" = 1 ]; then   # wait until every node holds its lease
         while read -r role name port wid; do
-            [ "$wid" = lease ] || continue
-            local i st=
-            for i in $(seq 1 150); do
-                st=$(PGDATABASE=$DB "$CLUSTER" psql "$name" -At -c "SELECT state FROM snowflake_lease()" 2>/dev/null || true)
-                [ "$st" = held ] && break
-                sleep 0.2
-            done
-            [ "$st" = held ] || note "$role: no lease yet (state: ${st:-?}); see $CLUSTER log $name"
+            [ "$wid" = lease ] && wait_lease "$name" "$role"
         done < "$f"
     fi
     cmd_status
+}
+
+# start-node NODE: (re)start one instance with the settings `start` gave it (the same options)
+cmd_start_node() {
+    local role name port wid
+    read -r role name port wid < <(awk -v r="$1" '$1 == r || $1 == "node" r' "$(FLEET_FILE)")
+    [ -n "${name:-}" ] || die "fleet '$PREFIX' has no node '$1'"
+    start_instance "$role" "$name" "$port" "$wid" "$(node_count)"
+    [ "$wid" != lease ] || wait_lease "$name" "$role"
+}
+
+# add: one more node, N+1 (next port, next worker id, or leased), started alone
+cmd_add() {
+    need_fleet
+    local n port wid
+    n=$(( $(node_count) + 1 ))
+    [ "$n" -le 64 ] || die "at most 64 nodes"
+    # the next port and worker id after the highest of the fleet
+    port=$(awk '{ if ($3 > m) m = $3 } END { print m + 1 }' "$(FLEET_FILE)")
+    wid=$(awk '$4 ~ /^[0-9]+$/ && $1 != "agg" { if ($4 + 1 > m) m = $4 + 1 } END { print m + 0 }' "$(FLEET_FILE)")
+    [ "$port" -le 65535 ] || die "no port left"
+    if grep -q ' lease$' "$(FLEET_FILE)"; then wid=lease; fi
+    echo "node$n ${PREFIX}$n $port $wid" >> "$(FLEET_FILE)"
+    cmd_start_node "node$n"
+    echo "node$n"
 }
 
 cmd_stop() {
@@ -221,6 +269,7 @@ move_slot() {
         || die "adopt of slot $2 on node $4 above $mark failed (slot $2 is released on node $3: adopt it by hand with that mark)"
     echo "slot $2: node $3 -> node $4 above $mark"
 }
+node_count() { awk '$1 ~ /^(node|left)[0-9]+$/' "$(FLEET_FILE)" | wc -l; }
 node_numbers() { awk '$1 ~ /^node[0-9]+$/ { sub("node", "", $1); print $1 }' "$(FLEET_FILE)"; }
 cmd_move_slots() {
     local tag=$1 k=$2 to=$3 i n c best bestc slot
@@ -307,6 +356,8 @@ parse "$@"
 set -- ${ARGS[@]+"${ARGS[@]}"}
 case $cmd in
     start)    [ $# -eq 0 ] || usage; cmd_start ;;
+    start-node) [ $# -eq 1 ] || usage; need_fleet; cmd_start_node "$1" ;;
+    add)      [ $# -eq 0 ] || usage; cmd_add ;;
     stop)     cmd_stop "$@" ;;
     destroy)  cmd_destroy ;;
     status)   cmd_status ;;

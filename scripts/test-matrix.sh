@@ -6,7 +6,7 @@
 #   Several:       docs and core once (they do not depend on PostgreSQL), then pgrx, regress, integration
 #                  and clients on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
 #                  (default 15 -> 18) when both are in the list.
-#   Env: MATRIX_LAYERS="docs core rules pgrx regress integration clients monitoring ha partition extupdate package upgrade"
+#   Env: MATRIX_LAYERS="docs core rules pgrx regress integration clients monitoring ha partition multimaster extupdate package upgrade"
 #        restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
 #        CLIENT_MAJORS="15 18" the majors the client libraries run against ("all": every one; one
@@ -20,6 +20,7 @@
 #        MONITORING_MAJORS="17" the majors where a real postgres_exporter scrapes a cluster
 #          (default: the one major given, else 17);
 #        PARTITION_MAJOR=18 the major of the partition layer (one major: the one given);
+#        MULTIMASTER_MAJORS="16 18" the majors of the multimaster layer (one major given alone: it, if 16+);
 #        PARTITION_SCENARIOS its scenarios (default the CI subset of tests/partition/run.sh;
 #          "all": every one, as make test-all runs them);
 #        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end);
@@ -43,6 +44,10 @@
 #                (network namespaces, nftables) and clock skew under load on both sides: the
 #                Patroni leader cut off, a lease holder cut from its registry, a standby with a
 #                clock behind promoted (make test-partition PG=NN)
+#   multimaster  tests/multimaster/run.sh, same install, on MULTIMASTER_MAJORS (16+): three writable
+#                nodes replicating to each other (origin = none) under load with every generator,
+#                kill -9, a stop and catch-up, a node joining live and one leaving
+#                (make test-multimaster PG=NN)
 #   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0, 0.4.0 (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
@@ -59,7 +64,7 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 [ $# -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 MAJORS=("$@")
-LAYERS=${MATRIX_LAYERS:-docs core rules pgrx regress integration clients monitoring ha partition extupdate package upgrade}
+LAYERS=${MATRIX_LAYERS:-docs core rules pgrx regress integration clients monitoring ha partition multimaster extupdate package upgrade}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-15 18}
 RELEASE_PACKAGE_MAJORS=${RELEASE_PACKAGE_MAJORS:-15}
@@ -67,6 +72,7 @@ CLIENT_MAJORS=${CLIENT_MAJORS:-15 18}
 # one major: the exporter test runs on it; several: on 17 unless told
 if [ ${#MAJORS[@]} -eq 1 ]; then MONITORING_MAJORS=${MONITORING_MAJORS:-${MAJORS[0]}}; else MONITORING_MAJORS=${MONITORING_MAJORS:-17}; fi
 if [ ${#MAJORS[@]} -eq 1 ]; then PARTITION_MAJOR=${PARTITION_MAJOR:-${MAJORS[0]}}; else PARTITION_MAJOR=${PARTITION_MAJOR:-18}; fi
+if [ ${#MAJORS[@]} -eq 1 ]; then MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-${MAJORS[0]}}; else MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-16 18}; fi
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 UPGRADE_FROM=${UPGRADE_FROM:-15}
 UPGRADE_TO=${UPGRADE_TO:-18}
@@ -153,6 +159,14 @@ partition_counts() {   # scenarios run and checks of tests/partition/run.sh
     elif [[ $line =~ ([0-9]+)\ of\ ([0-9]+)\ checks\ failed ]]; then printf "%s/%s checks" "$((BASH_REMATCH[2] - BASH_REMATCH[1]))" "${BASH_REMATCH[2]}"
     elif [[ $line =~ SKIP ]]; then printf "SKIP (not root)"
     else printf "? checks"; fi
+}
+multimaster_counts() {   # checks and values recorded of tests/multimaster/run.sh
+    local line v; line=$(grep -E '^\[multimaster/run\] (PASS|FAIL):' "$1" | tail -1)
+    v=$(grep -Eo 'figures: [0-9]+ values recorded' "$1" | grep -Eo '[0-9]+' | tail -1)
+    if [[ $line =~ all\ ([0-9]+)\ checks ]]; then printf "%s checks" "${BASH_REMATCH[1]}"
+    elif [[ $line =~ ([0-9]+)\ of\ ([0-9]+)\ checks\ failed ]]; then printf "%s/%s checks" "$((BASH_REMATCH[2] - BASH_REMATCH[1]))" "${BASH_REMATCH[2]}"
+    else printf "? checks"; fi
+    printf ", %s values recorded" "${v:-?}"
 }
 checks_count() {  # "N checks" of the lib.bash test scripts of one log (their sum)
     local n; n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | grep -Eo '[0-9]+' | awk '{ s += $1 } END { if (NR) print s }')
@@ -243,7 +257,9 @@ for m in "${MAJORS[@]}"; do
     if has_layer monitoring && [[ " $MONITORING_MAJORS " == *" $m "* ]]; then monitoring=1; fi
     partition=0
     if has_layer partition && [ "$m" = "$PARTITION_MAJOR" ]; then partition=1; fi
-    if has_layer regress || has_layer integration || has_layer clients || [ $monitoring = 1 ] || [ $partition = 1 ] || { has_layer ha && [ "$m" = 15 ]; }; then
+    multimaster=0   # origin = none: PostgreSQL 16+
+    if has_layer multimaster && [[ " $MULTIMASTER_MAJORS " == *" $m "* ]] && [ "$m" -ge 16 ]; then multimaster=1; fi
+    if has_layer regress || has_layer integration || has_layer clients || [ $monitoring = 1 ] || [ $partition = 1 ] || [ $multimaster = 1 ] || { has_layer ha && [ "$m" = 15 ]; }; then
         # after the pgrx layer, which installs its own test build into the same PostgreSQL
         run_layer "$m" install make --no-print-directory install-test PG="$m"
         build=$LAST_SECS
@@ -275,6 +291,10 @@ for m in "${MAJORS[@]}"; do
             if [ $partition = 1 ]; then
                 run_layer "$m" partition env PG="$m" PG_CONFIG= PARTITION_SCENARIOS="${PARTITION_SCENARIOS:-}" tests/partition/run.sh
                 line+="partitions $(partition_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+            fi
+            if [ $multimaster = 1 ]; then
+                run_layer "$m" multimaster env PG="$m" PG_CONFIG= tests/multimaster/run.sh
+                line+="active-active $(multimaster_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
         fi
     fi

@@ -1,14 +1,17 @@
 """tests/partition/check.py — what every client of one scenario was handed, against the fault.
 
-Usage: check.py OUTDIR [FINAL_TSV]
+Usage: check.py OUTDIR [FINAL_TSV...]
   OUTDIR/values.*.tsv  load.py: client, kind, snowflake id, segment value, key, keyed value,
                        server address, receive time
   OUTDIR/errors.*.tsv  load.py: time, client, SQLSTATE, server address, message
   OUTDIR/events        run.sh, name=value lines: cut (time of the cut), old (address of the
                        node generating before it), new (address generating after it, once seen),
-                       new_seen (time the new leader/holder was seen by the runner), heal (time)
-  FINAL_TSV            id, seg, kv of every row of pt_ids on the final leader (acknowledged
-                       inserts are looked up there)
+                       new_seen (time the new leader/holder was seen by the runner), heal (time);
+                       keyed_nodes=N and keyed_index.NAME=K (a keyed space in fleet mode: the
+                       values of load.py NAME must be K mod N)
+  FINAL_TSV...         id, seg, kv of every row of pt_ids on the final leader, or on each node of
+                       an active-active group (acknowledged inserts are looked up in each;
+                       finals_differ counts the rows not in every one of them)
 Prints key=value lines (run.sh asserts on them) and a human summary on stderr.
 """
 import collections
@@ -17,7 +20,7 @@ import math
 import sys
 
 out_dir = sys.argv[1]
-final_path = sys.argv[2] if len(sys.argv) > 2 else None
+final_paths = sys.argv[2:]
 
 
 def rows(path):
@@ -51,12 +54,19 @@ out["segment_twice"] = sum(c - 1 for c in seg.values() if c > 1)
 kv = collections.Counter((v[4], v[5]) for v in values if v[4] >= 0)
 out["keyed_twice"] = sum(c - 1 for c in kv.values() if c > 1)
 out["duplicate_key_errors"] = sum(1 for e in errors if e[2] == "23505")
-if final_path:
-    final = {}
-    for r in rows(final_path):
-        final[int(r[0])] = (int(r[1]), int(r[2]))
+if final_paths:
     acked = [v for v in values if v[1] == "ins"]
-    out["acked_missing"] = sum(1 for v in acked if final.get(v[2]) != (v[3], v[5]))
+    finals = []
+    for path in final_paths:
+        final = {}
+        for r in rows(path):
+            final[int(r[0])] = (int(r[1]), int(r[2]) if r[2] not in ("", "\\N") else -1)
+        finals.append(final)
+    out["acked_missing"] = sum(1 for final in finals for v in acked
+                               if final.get(v[2]) != (v[3], v[5]))
+    every = set.union(*(set(f.items()) for f in finals))
+    out["finals_differ"] = sum(1 for r in every if any(f.get(r[0]) != r[1] for f in finals))
+    out["final_rows"] = ",".join(str(len(f)) for f in finals)
 out["client_errors"] = len(errors)
 codes = collections.Counter(e[2] for e in errors)
 out["error_codes"] = ",".join(f"{c}:{n}" for c, n in sorted(codes.items())) or "-"
@@ -101,6 +111,22 @@ for v in sorted(values, key=lambda v: v[7]):
         dec += 1
     last_by_client[v[0]] = v[2]
 out["client_ids_not_increasing"] = dec
+# keyed values: per client and key, increasing in the order received (one client waits for each)
+dec = 0
+last_kv = {}
+for v in sorted(values, key=lambda v: v[7]):
+    if v[4] < 0:
+        continue
+    p = last_kv.get((v[0], v[4]))
+    if p is not None and v[5] <= p:
+        dec += 1
+    last_kv[(v[0], v[4])] = v[5]
+out["keyed_not_increasing"] = dec
+if "keyed_nodes" in ev:
+    n = int(ev["keyed_nodes"])
+    idx = {k[12:]: int(x) for k, x in ev.items() if k.startswith("keyed_index.")}
+    out["keyed_wrong_residue"] = sum(1 for v in values if v[4] >= 0 and v[0].split(".")[0] in idx
+                                     and v[5] % n != idx[v[0].split(".")[0]])
 for k, v in out.items():
     print(f"{k}={v}")
 print(f"  {len(values)} values ({by_addr}); old {old}: last value {out['old_last_after_cut_s']} s "

@@ -1,6 +1,7 @@
 """tests/partition/load.py — clients on one side of a partition; every value handed out is recorded.
 
 Usage: load.py DSN OUTDIR NAME [--inserters N] [--selectors N] [--what snowflake|all]
+               [--keyed SPACE|none]
   Runs until OUTDIR/stop exists (or OUTDIR/stop.NAME). DSN may name several hosts with
   target_session_attrs=read-write: each (re)connection reaches a writable server it can reach.
   --what all (default):
@@ -11,6 +12,9 @@ Usage: load.py DSN OUTDIR NAME [--inserters N] [--selectors N] [--what snowflake
     selector: SELECT snowflake_next(), segment_next('pt_sel'), keyed_next('pt', k)
   --what snowflake: SELECT snowflake_next() only (nodes that share nothing but a worker id)
   --what segment:TAG: SELECT snowflake_next(), segment_next(TAG) (a registry-owned tag of a fleet)
+  --what keyed:SPACE: SELECT snowflake_next(), keyed_next(SPACE, k) (segment recorded as -1)
+  --keyed SPACE: the keyed space of --what all (default pt); none: kv NULL (recorded -1, key -1)
+  (tests/multimaster/run.sh uses this script too: one load.py per node, NAME the node)
   After an error the client closes its connection, waits (20 ms, doubled while errors last, at most
   0.5 s) and reconnects; nothing is retried inside a transaction, so a value is recorded only when
   the server returned it. connect_timeout 2 s, and a statement_timeout of 10 s: a call blocked
@@ -34,6 +38,7 @@ opts = dict(zip(sys.argv[4::2], sys.argv[5::2]))
 N_INS = int(opts.get("--inserters", 2))
 N_SEL = int(opts.get("--selectors", 1))
 WHAT = opts.get("--what", "all")
+KEYED = opts.get("--keyed", "pt")
 STOPS = [os.path.join(OUT, "stop"), os.path.join(OUT, "stop." + NAME)]
 
 values = []   # (client, kind, id, seg, key, kv, addr, t)
@@ -60,18 +65,30 @@ def client(kind, i):
                 row = conn.execute("SELECT snowflake_next(), segment_next(%s), -1",
                                    (WHAT[8:],)).fetchone()
                 k = -1
+            elif WHAT.startswith("keyed:"):
+                row = conn.execute("SELECT snowflake_next(), -1, keyed_next(%s, %s)",
+                                   (WHAT[6:], k)).fetchone()
             elif WHAT == "snowflake":
                 row = conn.execute("SELECT snowflake_next()").fetchone()
                 row = (row[0], -1, -1)
                 k = -1
+            elif KEYED == "none":
+                k = -1
+                if kind == "ins":
+                    row = conn.execute(
+                        "INSERT INTO pt_ids (client) VALUES (%s) RETURNING id, seg, -1",
+                        (name,)).fetchone()
+                else:
+                    row = conn.execute(
+                        "SELECT snowflake_next(), segment_next('pt_sel'), -1").fetchone()
             elif kind == "ins":
                 row = conn.execute(
-                    "INSERT INTO pt_ids (client, k, kv) VALUES (%s, %s, keyed_next('pt', %s)) "
-                    "RETURNING id, seg, kv", (name, k, k)).fetchone()
+                    "INSERT INTO pt_ids (client, k, kv) VALUES (%s, %s, keyed_next(%s, %s)) "
+                    "RETURNING id, seg, kv", (name, k, KEYED, k)).fetchone()
             else:
                 row = conn.execute(
-                    "SELECT snowflake_next(), segment_next('pt_sel'), keyed_next('pt', %s)",
-                    (k,)).fetchone()
+                    "SELECT snowflake_next(), segment_next('pt_sel'), keyed_next(%s, %s)",
+                    (KEYED, k)).fetchone()
             t = time.time()
             pause = 0.02
             with lock:
