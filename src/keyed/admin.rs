@@ -66,13 +66,6 @@ fn keyed_create_fleet(
     let section_size = required(section_size, "section_size") as i64;
     let registry = required(registry, "registry");
     require_superuser("create a keyed space");
-    if registry && crate::gucs::lease_mode() == crate::gucs::LeaseMode::Off {
-        raise(
-            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "a keyed space with registry => true needs the lease registry",
-            Some("Its bounds are raised through the lease worker's registry connection: set pg_idgen.lease_mode (fixed or auto) and pg_idgen.registry (docs/worker-ids.md, \"Leased worker ids\"), and restart."),
-        );
-    }
     validate_name(space.as_bytes());
     if let Err(msg) = pg_idgen_core::keyed::validate_config(step, section_size) {
         raise(Code::ERRCODE_INVALID_PARAMETER_VALUE, msg, None);
@@ -83,6 +76,13 @@ fn keyed_create_fleet(
             Code::ERRCODE_INVALID_PARAMETER_VALUE,
             msg,
             Some("Fleet mode: nodes => N (1 to 1024) writable nodes, node_index => k (0 to N - 1) this node's, both fixed for the life of the space; neither for a space of one writable node."),
+        );
+    }
+    if registry && crate::gucs::lease_mode() == crate::gucs::LeaseMode::Off {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "a keyed space with registry => true needs the lease registry",
+            Some("Its bounds are raised through the lease worker's registry connection: set pg_idgen.lease_mode (fixed or auto) and pg_idgen.registry (docs/worker-ids.md, \"Leased worker ids\"), and restart."),
         );
     }
     let schema = extension_schema();

@@ -101,7 +101,7 @@ SELECT keyed_next('fleet3', 77) % 3 AS user_class_0;
 SELECT space, nodes, node_index, max_value % 3 AS max_class FROM keyed_status WHERE space = 'fleet3';
 RESET ROLE;
 SELECT has_function_privilege('regress_kfleet_user', 'keyed_set_node(text, int, bigint)', 'EXECUTE') AS can_set,
-       has_function_privilege('regress_kfleet_user', 'keyed_create(text, int, int, int, int)', 'EXECUTE') AS can_create;
+       has_function_privilege('regress_kfleet_user', 'keyed_create(text, int, int, int, int, boolean)', 'EXECUTE') AS can_create;
 SELECT node_index FROM keyed_status WHERE space = 'fleet3';
 SELECT keyed_drop('fleet3'), keyed_drop('fleet1'), keyed_drop('plainf'), keyed_drop('top');
 REVOKE USAGE ON SCHEMA public FROM regress_kfleet_user;
