@@ -80,7 +80,7 @@ struct Header {
 
 static mut SHARED: *mut Header = std::ptr::null_mut();
 
-/// From the shared-memory request hook (by `table::request_shmem`).
+/// From the shared-memory request hook (by `keyed::request_shmem`).
 pub(super) unsafe fn request_shmem() {
     // SAFETY: called from the request hook in the postmaster.
     unsafe {
@@ -89,7 +89,7 @@ pub(super) unsafe fn request_shmem() {
     }
 }
 
-/// From the startup hook, with AddinShmemInitLock held (by `table::attach_shmem`).
+/// From the startup hook, with AddinShmemInitLock held (by `keyed::attach_shmem`).
 pub(super) unsafe fn attach_shmem() {
     // SAFETY: zeroed memory is a valid `Header` (every slot FREE, no latch) except for the lock
     // and the condition variable set here; created once, under AddinShmemInitLock.

@@ -46,4 +46,27 @@ mod space;
 mod table;
 
 pub use space::invalidate;
-pub use table::{attach_shmem, request_shmem};
+
+/// From the shared-memory request hook: the space cache and the registry marks' request queue.
+///
+/// # Safety
+/// Only from the shmem request hook in the postmaster, as PostgreSQL requires.
+pub unsafe fn request_shmem() {
+    // SAFETY: the caller is the shmem request hook.
+    unsafe {
+        table::request_shmem();
+        marks::request_shmem();
+    }
+}
+
+/// From the shared-memory startup hook, with AddinShmemInitLock held: create or attach both.
+///
+/// # Safety
+/// Only from the shmem startup hook, with AddinShmemInitLock held.
+pub unsafe fn attach_shmem() {
+    // SAFETY: the caller is the shmem startup hook, holding AddinShmemInitLock.
+    unsafe {
+        table::attach_shmem();
+        marks::attach_shmem();
+    }
+}

@@ -153,7 +153,6 @@ pub unsafe fn request_shmem() {
     unsafe {
         pg_sys::RequestAddinShmemSpace(shmem_size());
         pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), (1 + PARTITIONS) as i32);
-        super::marks::request_shmem();
     }
 }
 
@@ -174,7 +173,6 @@ pub unsafe fn attach_shmem() {
         SPACES = base.add(spaces_offset()).cast::<Space>();
         TICKS = base.add(ticks_offset()).cast::<[u64; 8]>();
         SLOTS = base.add(slots_offset()).cast::<Slot>();
-        super::marks::attach_shmem();
     }
 }
 
