@@ -72,9 +72,11 @@ part_cleanup() {
 }
 trap 'rc=$?; part_cleanup; (exit $rc); cleanup' EXIT
 
-# new_round NAME: a directory for one scenario's values ($OUT), the hosts of the last one removed
+# new_round NAME: an empty directory for one scenario's values ($OUT): a scenario run again in
+# the same invocation (PARTITION_SCENARIOS="skew-async skew-async") must not find the last run's
+# stop file, progress or values
 new_round() {
-    OUT=$TMP/$1; mkdir -p "$OUT"; chmod 777 "$OUT"; : > "$OUT/events"
+    OUT=$TMP/$1; rm -rf "$OUT"; mkdir -p "$OUT"; chmod 777 "$OUT"; : > "$OUT/events"
 }
 reset_hosts() {
     netns_cleanup
