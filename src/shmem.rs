@@ -398,7 +398,8 @@ pub fn apply_recovery_floor() {
         Some(ms) if ms > 0 => format!(
             "{ms} ms the old primary's clock was ahead of this one (the largest lead the WAL receiver saw recently)"
         ),
-        Some(ms) => format!("0 ms (the old primary's clock was seen {} ms behind this one by the WAL receiver)", -ms),
+        Some(0) => "0 ms (the WAL receiver saw the old primary's clock within a millisecond of this one)".to_string(),
+        Some(ms) => format!("0 ms (the WAL receiver saw the old primary's clock {} ms behind this one)", -ms),
         None => "0 ms (no clock of a primary seen by a WAL receiver since the start)".to_string(),
     };
     pgrx::log!(

@@ -98,7 +98,7 @@ fn refuse_behind_old_primary(sh: &shmem::Shared, e: pg_idgen_core::GenError) -> 
         raise(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!(
-                "cannot generate an id: this server was promoted with its clock {observed} ms behind the old primary's, whose ids may reach {} (pg_idgen.max_drift_ms ahead of its clock); ids are refused until this server's clock reads {}",
+                "cannot generate an id: {e}: this server was promoted with its clock {observed} ms behind the old primary's, whose ids may reach {}; ids are refused until this server's clock reads {}",
                 crate::clock::fmt_ms(sh.recovery_floor_ms.load(Ordering::Acquire) as i128),
                 crate::clock::fmt_ms(until as i128)
             ),
