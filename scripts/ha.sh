@@ -65,6 +65,8 @@ PG=${PG:-15}
 export PG
 # shellcheck source=pgenv.bash
 . "$ROOT/scripts/pgenv.bash"
+# shellcheck source=patroni-yml.bash
+. "$ROOT/scripts/patroni-yml.bash"
 VENV=${PG_IDGEN_HA_VENV:-$PG_IDGEN_PG_HOME/patroni/venv}
 ETCD=${ETCD:-/usr/bin/etcd}
 
@@ -185,94 +187,29 @@ start_registry() {
     "$CLUSTER" psql "$reg" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS pg_idgen"
 }
 
-# the YAML of one node (Patroni's config file); bootstrap.dcs is read once, at the bootstrap
+# the YAML of one node (Patroni's config file, scripts/patroni-yml.bash); bootstrap.dcs is read
+# once, at the bootstrap
 write_yml() {
     local node=$1 i; i=$(node_index "$1")
     local d; d=$(node_dir "$node")
     local margin=$(( LEASE_TTL / 5 > 1 ? LEASE_TTL / 5 : 1 ))
     local sync=false; [ "$SYNC" = 1 ] && sync=true
-    local extra="" p
-    for p in ${PARAMS[@]+"${PARAMS[@]}"}; do extra+="        ${p%%=*}: '${p#*=}'"$'\n'; done
-    local idgen="        pg_idgen.worker_id: $WORKER"$'\n'
+    local args=("param=pg_idgen.worker_id: $WORKER") p
     if [ "$LEASE" = 1 ]; then
-        idgen+="        pg_idgen.lease_mode: fixed
-        pg_idgen.registry: 'host=127.0.0.1 port=$((BASE_PORT + 2)) user=postgres dbname=postgres connect_timeout=2'
-        pg_idgen.lease_ttl: $LEASE_TTL
-        pg_idgen.lease_margin: $margin"$'\n'
+        args+=("param=pg_idgen.lease_mode: fixed"
+               "param=pg_idgen.registry: 'host=127.0.0.1 port=$((BASE_PORT + 2)) user=postgres dbname=postgres connect_timeout=2'"
+               "param=pg_idgen.lease_ttl: $LEASE_TTL" "param=pg_idgen.lease_margin: $margin"
+               "node_param=pg_idgen.node_name: $node")
     fi
+    for p in ${PARAMS[@]+"${PARAMS[@]}"}; do args+=("param=${p%%=*}: '${p#*=}'"); done
     as_pg mkdir -p "$d"; as_pg chmod 700 "$d"
-    as_pg sh -c "cat > '$d/patroni.yml'" <<EOF
-# written by scripts/ha.sh
-scope: $PREFIX
-namespace: /pg_idgen/
-name: $node
-log:
-  level: INFO
-restapi:
-  listen: 127.0.0.1:$((BASE_PORT + 20 + i))
-  connect_address: 127.0.0.1:$((BASE_PORT + 20 + i))
-etcd3:
-  hosts: 127.0.0.1:$BASE_PORT
-bootstrap:
-  dcs:
-    ttl: $TTL
-    loop_wait: 1
-    retry_timeout: 5
-    maximum_lag_on_failover: 16777216
-    synchronous_mode: $sync
-    postgresql:
-      use_pg_rewind: true
-      use_slots: true
-      parameters:
-        shared_preload_libraries: pg_idgen
-${idgen}        wal_level: replica
-        wal_log_hints: 'on'
-        hot_standby: 'on'
-        max_connections: 60
-        max_wal_senders: 10
-        max_replication_slots: 10
-        max_worker_processes: 8
-        wal_keep_size: 256MB
-        shared_buffers: 64MB
-        logging_collector: 'on'
-        log_directory: log
-        log_filename: postgresql.log
-        log_file_mode: '0644'
-        log_line_prefix: '%m [%p] %q%u@%d '
-        log_min_messages: warning
-        lc_messages: C
-        timezone: UTC
-        log_timezone: UTC
-${extra}  initdb:
-    - encoding: UTF8
-    - locale: C.UTF-8
-    - auth: trust
-  pg_hba:
-    - local all all trust
-    - host all all 127.0.0.1/32 trust
-    - host replication all 127.0.0.1/32 trust
-postgresql:
-  listen: 127.0.0.1:$((BASE_PORT + 10 + i))
-  connect_address: 127.0.0.1:$((BASE_PORT + 10 + i))
-  data_dir: $d/data
-  bin_dir: $PGBIN
-  pgpass: $d/pgpass
-  use_unix_socket: true
-  authentication:
-    superuser:
-      username: postgres
-      password: postgres
-    replication:
-      username: replicator
-      password: replicator
-  parameters:
-    unix_socket_directories: '$d'
-$( [ "$LEASE" = 1 ] && echo "    pg_idgen.node_name: $node" )
-  pg_hba:
-    - local all all trust
-    - host all all 127.0.0.1/32 trust
-    - host replication all 127.0.0.1/32 trust
-EOF
+    { echo "# written by scripts/ha.sh"
+      patroni_yml scope="$PREFIX" namespace=/pg_idgen/ name="$node" \
+          rest_listen="127.0.0.1:$((BASE_PORT + 20 + i))" rest_connect="127.0.0.1:$((BASE_PORT + 20 + i))" \
+          etcd="127.0.0.1:$BASE_PORT" ttl="$TTL" sync=$sync \
+          pg_listen="127.0.0.1:$((BASE_PORT + 10 + i))" pg_connect="127.0.0.1:$((BASE_PORT + 10 + i))" \
+          data_dir="$d/data" pgpass="$d/pgpass" socket_dir="$d" "${args[@]}"
+    } | as_pg sh -c "cat > '$d/patroni.yml'"
 }
 
 start_node() {

@@ -42,6 +42,43 @@ pub fn boottime_ms() -> i64 {
     ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
 }
 
+/// A PostgreSQL timestamp (µs since 2000-01-01) as Unix milliseconds (rounded down).
+pub fn pg_timestamp_to_unix_ms(us: i64) -> i64 {
+    us.div_euclid(1000).saturating_add(PG_EPOCH_UNIX_MS)
+}
+
+/// How far the sender of streaming replication (the primary, or the upstream standby of a
+/// cascading one) was ahead of this server's clock in its last message to the WAL receiver
+/// (`pg_idgen_core::generator::observed_sender_lead_ms`, less that message's delay), and this
+/// server's clock when it arrived (Unix ms). `None` when no WAL receiver has received a message
+/// since the server started. The pair is read twice until both reads agree, so that the two
+/// times belong to the same message (the WAL receiver writes them together under its spinlock).
+pub fn walreceiver_sender_lead() -> Option<(i64, i64)> {
+    // SAFETY: WalRcv points into shared memory created at postmaster start (inherited by every
+    // child); both fields are 8-byte aligned integers, read with volatile loads.
+    unsafe {
+        let w = pgrx::pg_sys::WalRcv;
+        if w.is_null() {
+            return None;
+        }
+        let read = || {
+            (
+                std::ptr::read_volatile(&raw const (*w).lastMsgSendTime),
+                std::ptr::read_volatile(&raw const (*w).lastMsgReceiptTime),
+            )
+        };
+        for _ in 0..100 {
+            let a = read();
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+            if read() == a {
+                return pg_idgen_core::generator::observed_sender_lead_ms(a.0, a.1)
+                    .map(|lead| (lead, pg_timestamp_to_unix_ms(a.1)));
+            }
+        }
+        None
+    }
+}
+
 pub fn ms_to_timestamptz(unix_ms: i64) -> TimestampWithTimeZone {
     let us = (unix_ms as i128 - PG_EPOCH_UNIX_MS as i128) * 1000;
     i64::try_from(us).ok().and_then(|us| TimestampWithTimeZone::try_from(us).ok()).unwrap_or_else(|| {

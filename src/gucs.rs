@@ -171,7 +171,8 @@ pub fn max_drift_ms() -> i64 {
 }
 
 /// `pg_idgen.clock_skew_ms`: the largest difference between the system clocks of the servers
-/// of one replication group that the promotion floor allows for.
+/// of one replication group that the promotion floor allows for, on top of the difference a
+/// standby's WAL receiver saw.
 pub fn clock_skew_ms() -> i64 {
     read_int(&CLOCK_SKEW_MS) as i64
 }
@@ -592,7 +593,7 @@ pub fn init(preloading: bool) {
     GucRegistry::define_int_guc(
         c"pg_idgen.clock_skew_ms",
         c"Largest difference between the system clocks of the primary and its standbys, in milliseconds.",
-        c"After recovery (a promotion, crash recovery) snowflake ids continue above the clock plus the largest lead the old primary may have had plus this allowance; the first ids wait up to this long for the clock.",
+        c"After recovery (a promotion, crash recovery) snowflake ids continue above the clock plus how far the old primary's clock was seen ahead by the WAL receiver plus the largest lead the old primary may have had plus this allowance; the first ids wait up to this long for the clock.",
         &CLOCK_SKEW_MS,
         0,
         600_000,

@@ -26,10 +26,12 @@
 //!   with `lock` released (`syncrep::wait`). Others needing the same reservation wait for the same
 //!   LSN instead of writing another record.
 //! * `floor_ms` is only raised, under `lock`, after the state file carrying it was written.
-//! * `recovery_floor_ms`, `recovery_wait_until_ms` and `replayed_max_drift_ms` are in memory
-//!   only: the end-of-recovery floor (`apply_recovery_floor`, startup process, under `lock`)
-//!   raises `state` only, never `reserved`, so the first id above it makes a reservation (WAL and
-//!   state file) as any other; the largest max_drift_ms replayed is raised by redo under `lock`.
+//! * `recovery_floor_ms`, `recovery_wait_until_ms`, `recovery_observed_lead_ms`,
+//!   `replayed_max_drift_ms` and `sender_lead` are in memory only: the end-of-recovery floor
+//!   (`apply_recovery_floor`, startup process, under `lock`) raises `state` only, never
+//!   `reserved`, so the first id above it makes a reservation (WAL and state file) as any other;
+//!   the largest max_drift_ms replayed, and the primary's clock lead the WAL receiver saw
+//!   (`sender_lead`, written by the startup process only), are raised by redo under `lock`.
 //! * The state file is written only with `lock` held exclusively, or by the postmaster at a
 //!   clean exit (no backend runs then; never after a crash, when memory is not trusted). Nothing else is done while holding `lock`: no SPI, no catalog
 //!   access; an ERROR while it is held (disk full) releases it as part of abort.
@@ -86,6 +88,13 @@ pub struct Shared {
     pub recovery_wait_until_ms: AtomicI64,
     /// The largest pg_idgen.max_drift_ms replayed from the primary's reservation records.
     pub(crate) replayed_max_drift_ms: AtomicI64,
+    /// How far the primary's clock was ahead of this server's, as the WAL receiver saw it
+    /// (`pg_idgen_core::generator::SenderLead`, its three fields; `i64::MIN`: none). Sampled by
+    /// the startup process (redo of a reservation, the end of recovery) under `lock`.
+    sender_lead: [AtomicI64; 3],
+    /// The part of the last recovery floor that is the old primary's observed lead (ms, 0:
+    /// none): the refusals after a promotion say so. Set by `apply_recovery_floor` under `lock`.
+    pub recovery_observed_lead_ms: AtomicI64,
     /// Canonical text of the layout the state file was written with (NUL-padded). Written only
     /// at startup (no other process yet) and under `lock` by `accept_layout`.
     persisted_layout: UnsafeCell<[u8; 256]>,
@@ -119,6 +128,9 @@ pub unsafe fn attach_shmem() -> bool {
                 slot.worker_id.store(-1, Ordering::Relaxed);
             }
             (*shared).replayed_max_drift_ms.store(-1, Ordering::Relaxed);
+            for f in (*shared).sender_lead.iter() {
+                f.store(i64::MIN, Ordering::Relaxed);
+            }
         }
         SHARED = shared;
         !found
@@ -285,6 +297,28 @@ pub fn extend_reservation(slot: &Slot, layout: &Layout, tick: u64, now_ms: i64, 
     slot.ws.reserved.fetch_max(end, Ordering::AcqRel);
 }
 
+fn sender_lead(sh: &Shared) -> pg_idgen_core::generator::SenderLead {
+    let f = &sh.sender_lead;
+    pg_idgen_core::generator::SenderLead {
+        current_ms: f[0].load(Ordering::Acquire),
+        previous_ms: f[1].load(Ordering::Acquire),
+        period_start_ms: f[2].load(Ordering::Acquire),
+    }
+}
+
+/// Startup process, `lock` held: adds the WAL receiver's last observation of the primary's clock
+/// (`clock::walreceiver_sender_lead`) to `sender_lead`. Sampled at each replayed reservation
+/// (while the primary hands out ids it writes one every half `reserve_ms`) and at the end of
+/// recovery; kept in memory, so it survives the WAL receiver's restarts but not the server's.
+fn sample_sender_lead_locked(sh: &Shared) {
+    let Some((lead, at_ms)) = crate::clock::walreceiver_sender_lead() else { return };
+    let mut l = sender_lead(sh);
+    l.observe(lead, at_ms);
+    sh.sender_lead[0].store(l.current_ms, Ordering::Release);
+    sh.sender_lead[1].store(l.previous_ms, Ordering::Release);
+    sh.sender_lead[2].store(l.period_start_ms, Ordering::Release);
+}
+
 /// WAL redo of a reservation (startup process: crash recovery, or a standby's replay): raise the
 /// worker's reservation and its state to at least `until_ms`, and persist it in the state file
 /// so that a restart from a later checkpoint or restartpoint still knows it. The file is written
@@ -296,6 +330,7 @@ pub fn replay_reservation(worker: i64, until_ms: i64, max_drift_ms: i64) {
     let tick = tick_at_or_after(layout, until_ms);
     let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
     sh.replayed_max_drift_ms.fetch_max(max_drift_ms, Ordering::AcqRel);
+    sample_sender_lead_locked(sh);
     let Some(slot) = claim_slot_locked(sh, worker) else {
         // No free slot: keep the reservation as the floor of every worker id without a slot.
         if until_ms > sh.floor_ms.load(Ordering::Acquire) {
@@ -314,25 +349,35 @@ pub fn replay_reservation(worker: i64, until_ms: i64, max_drift_ms: i64) {
 
 /// End of recovery (startup process, `wal::cleanup`): the WAL replayed may lack the old
 /// primary's last reservations (an asynchronous standby that lagged), so every generator, and
-/// every slot claimed later, continues at or above `pg_idgen_core::generator::recovery_floor_ms`:
-/// the clock + the largest lead the old primary may have had (the larger of this server's
-/// pg_idgen.max_drift_ms and the largest one its records carried) + pg_idgen.clock_skew_ms.
-/// Only `state` is raised (see the protocol). Says so in one LOG line.
+/// every slot claimed later, continues at or above
+/// `pg_idgen_core::generator::recovery_floor_observed_ms`: the clock + how far the old primary's
+/// clock was observed ahead of this one through streaming replication (when it was: a standby
+/// whose clock is behind) + the largest lead the old primary may have had (the larger of this
+/// server's pg_idgen.max_drift_ms and the largest one its records carried) +
+/// pg_idgen.clock_skew_ms. Only `state` is raised (see the protocol). The first calls wait until
+/// the clock is within max_drift_ms of the floor without the observed lead (at most about
+/// clock_skew_ms); the observed lead is not waited out here: the generator's own drift check
+/// waits up to pg_idgen.max_wait_ms and refuses (55000) beyond, until the clock has caught up.
+/// Says so in one LOG line.
 pub fn apply_recovery_floor() {
     let sh = shared();
     let layout = gucs::layout();
-    let now = crate::clock::now_unix_ms();
     let local = gucs::max_drift_ms();
     let replayed = sh.replayed_max_drift_ms.load(Ordering::Acquire);
     let lead = local.max(replayed);
     let skew = gucs::clock_skew_ms();
-    let floor_ms = pg_idgen_core::generator::recovery_floor_ms(now, lead, skew);
-    let tick = tick_at_or_after(layout, floor_ms);
     let (mut workers, mut above) = (0, 0);
     let mut highest = sh.floor_ms.load(Ordering::Acquire) as i128;
-    {
+    let (now, floor_ms, until, observed) = {
         let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        sample_sender_lead_locked(sh);
+        let observed = sender_lead(sh);
+        let now = crate::clock::now_unix_ms();
+        let floor_ms =
+            pg_idgen_core::generator::recovery_floor_observed_ms(now, lead, skew, observed.lead_ms());
+        let tick = tick_at_or_after(layout, floor_ms);
         sh.recovery_floor_ms.fetch_max(floor_ms, Ordering::AcqRel);
+        sh.recovery_observed_lead_ms.store(observed.lead_ms().unwrap_or(0).max(0), Ordering::Release);
         for slot in sh.slots.iter().filter(|s| s.worker_id.load(Ordering::Acquire) >= 0) {
             workers += 1;
             let reserved = slot.ws.reserved.load(Ordering::Acquire);
@@ -342,15 +387,26 @@ pub fn apply_recovery_floor() {
             }
             slot.ws.state.fetch_max(state_before_tick(tick, layout.sequence_bits), Ordering::AcqRel);
         }
-        let until = pg_idgen_core::generator::recovery_wait_until_ms(floor_ms, local);
+        let without_observed = pg_idgen_core::generator::recovery_floor_ms(now, lead, skew);
+        let until = pg_idgen_core::generator::recovery_wait_until_ms(without_observed, local);
         sh.recovery_wait_until_ms.fetch_max(until, Ordering::AcqRel);
-    }
+        (now, floor_ms, until, observed)
+    };
     let fmt = |ms: i128| pg_idgen_core::layout::format_unix_ms(ms);
     let old = if replayed >= 0 { format!("{replayed} ms") } else { "none replayed".to_string() };
+    let seen = match observed.lead_ms() {
+        Some(ms) if ms > 0 => format!(
+            "{ms} ms the old primary's clock was ahead of this one (the largest lead the WAL receiver saw recently)"
+        ),
+        Some(0) => "0 ms (the WAL receiver saw the old primary's clock within a millisecond of this one)".to_string(),
+        Some(ms) => format!("0 ms (the WAL receiver saw the old primary's clock {} ms behind this one)", -ms),
+        None => "0 ms (no clock of a primary seen by a WAL receiver since the start)".to_string(),
+    };
     pgrx::log!(
-        "pg_idgen: end of recovery: snowflake ids continue above {} = the clock {} + {} ms, the largest lead the old primary may have had (pg_idgen.max_drift_ms: {} ms here, the old primary's: {}) + {} ms allowed clock skew (pg_idgen.clock_skew_ms), unless a replayed reservation reaches further (highest replayed: {}; {} of {} worker id(s) above the floor); the first ids wait until {}",
+        "pg_idgen: end of recovery: snowflake ids continue above {} = the clock {} + {} + {} ms, the largest lead the old primary may have had (pg_idgen.max_drift_ms: {} ms here, the old primary's: {}) + {} ms allowed clock skew (pg_idgen.clock_skew_ms), unless a replayed reservation reaches further (highest replayed: {}; {} of {} worker id(s) above the floor); the first ids wait until {}{}",
         fmt(floor_ms as i128),
         fmt(now as i128),
+        seen,
         lead,
         local,
         old,
@@ -358,7 +414,12 @@ pub fn apply_recovery_floor() {
         fmt(highest),
         above,
         workers,
-        fmt(pg_idgen_core::generator::recovery_wait_until_ms(floor_ms, local) as i128)
+        fmt(until as i128),
+        if floor_ms.saturating_sub(local) > until {
+            format!(", and are refused (55000) until {}", fmt(floor_ms.saturating_sub(local) as i128))
+        } else {
+            String::new()
+        }
     );
 }
 

@@ -88,6 +88,26 @@ fn wait_for_recovery_floor(sh: &shmem::Shared) {
     PgClock.wait_until(until, until - now);
 }
 
+/// A call refused because the generator is too far ahead of the clock: when that is because this
+/// server was promoted with its clock behind the old primary's (the lead the WAL receiver saw,
+/// `shmem::apply_recovery_floor`), says so and until when; otherwise the general refusal.
+fn refuse_behind_old_primary(sh: &shmem::Shared, e: pg_idgen_core::GenError) -> ! {
+    let observed = sh.recovery_observed_lead_ms.load(Ordering::Acquire);
+    let until = sh.recovery_floor_ms.load(Ordering::Acquire).saturating_sub(gucs::max_drift_ms());
+    if observed > 0 && now_unix_ms() < until {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "cannot generate an id: {e}: this server was promoted with its clock {observed} ms behind the old primary's, whose ids may reach {}; ids are refused until this server's clock reads {}",
+                crate::clock::fmt_ms(sh.recovery_floor_ms.load(Ordering::Acquire) as i128),
+                crate::clock::fmt_ms(until as i128)
+            ),
+            Some("Retry later: ids resume by themselves, above every id the old primary may have handed out. Fix the clocks (NTP): the WAL receiver saw the old primary's clock ahead of this one's."),
+        );
+    }
+    errors::gen_error(e)
+}
+
 /// The next snowflake id of this session's worker id.
 #[pg_extern(volatile, parallel_unsafe)]
 fn snowflake_next() -> i64 {
@@ -122,6 +142,7 @@ fn snowflake_next() -> i64 {
     });
     let issued = issued.unwrap_or_else(|e| match e {
         pg_idgen_core::GenError::Fenced { tick } => crate::lease::lost_while_generating(worker, tick),
+        pg_idgen_core::GenError::TooFarAhead { .. } => refuse_behind_old_primary(sh, e),
         e => errors::gen_error(e),
     });
     if let Some(back) = issued.step_back_ms {

@@ -354,6 +354,77 @@ pub fn recovery_wait_until_ms(floor_ms: i64, max_drift_ms: i64) -> i64 {
     floor_ms.saturating_sub(max_drift_ms.max(0))
 }
 
+/// How far the sending server's clock was ahead of this server's (ms, negative when behind), from
+/// one message of streaming replication: the sender's clock when it sent it (`send_us`) and this
+/// server's when it received it (`receipt_us`), both PostgreSQL timestamps (µs). The message
+/// travelled for a while between the two readings, so the result is the true difference **less**
+/// that delay (network and the receiver's queue): never larger than the truth, and rounded up to
+/// the millisecond so that rounding does not make it smaller. `None` for no message: no receipt
+/// time yet (0), or the pair a WAL receiver sets to the same instant when it starts, before its
+/// first message.
+pub fn observed_sender_lead_ms(send_us: i64, receipt_us: i64) -> Option<i64> {
+    if receipt_us == 0 || send_us == receipt_us {
+        return None;
+    }
+    let d = send_us as i128 - receipt_us as i128;
+    Some((d + 999).div_euclid(1000).clamp(i64::MIN as i128 + 1, i64::MAX as i128) as i64)
+}
+
+/// The sender's lead over this server's clock as the startup process samples it from the WAL
+/// receiver: the largest observation of the last one or two periods of `PERIOD_MS` (each sample
+/// underestimates by its message's delay, so the largest recent one is the closest; an old one
+/// ages out, so a sender whose clock was corrected stops counting after two periods).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SenderLead {
+    /// Largest lead observed in the current period (`i64::MIN`: none).
+    pub current_ms: i64,
+    /// Largest lead observed in the period before (`i64::MIN`: none).
+    pub previous_ms: i64,
+    /// This server's clock at the start of the current period.
+    pub period_start_ms: i64,
+}
+
+impl SenderLead {
+    pub const PERIOD_MS: i64 = 60_000;
+    pub const NONE: SenderLead =
+        SenderLead { current_ms: i64::MIN, previous_ms: i64::MIN, period_start_ms: i64::MIN };
+
+    /// Adds an observation `lead_ms` made at this server's clock reading `at_ms`.
+    pub fn observe(&mut self, lead_ms: i64, at_ms: i64) {
+        if self.period_start_ms == i64::MIN || at_ms < self.period_start_ms {
+            // first observation, or this server's clock stepped back: start over
+            *self = SenderLead { current_ms: lead_ms, previous_ms: i64::MIN, period_start_ms: at_ms };
+        } else if at_ms.saturating_sub(self.period_start_ms) >= Self::PERIOD_MS {
+            let recent = at_ms.saturating_sub(self.period_start_ms) < 2 * Self::PERIOD_MS;
+            self.previous_ms = if recent { self.current_ms } else { i64::MIN };
+            self.current_ms = lead_ms;
+            self.period_start_ms = at_ms;
+        } else {
+            self.current_ms = self.current_ms.max(lead_ms);
+        }
+    }
+
+    /// The estimate: the largest recent observation, or the last period's when none is newer.
+    pub fn lead_ms(&self) -> Option<i64> {
+        let m = self.current_ms.max(self.previous_ms);
+        (m != i64::MIN).then_some(m)
+    }
+}
+
+/// [`recovery_floor_ms`] when the old primary's clock was observed (streaming replication) to be
+/// `observed_lead_ms` ahead of this server's: its clock read at most `now_ms + observed + skew_ms`
+/// when it issued its last id, `skew_ms` now covering the observation's error (the message's
+/// delay) and any change since. A primary observed behind, or not observed (`None`: never
+/// streamed since start), leaves today's rule: `now_ms + max_lead_ms + skew_ms + 1`.
+pub fn recovery_floor_observed_ms(
+    now_ms: i64,
+    max_lead_ms: i64,
+    skew_ms: i64,
+    observed_lead_ms: Option<i64>,
+) -> i64 {
+    recovery_floor_ms(now_ms.saturating_add(observed_lead_ms.unwrap_or(0).max(0)), max_lead_ms, skew_ms)
+}
+
 /// The reservation window in ticks (at least one).
 fn window_ticks(layout: &Layout, window_ms: i64) -> u64 {
     (window_ms.max(1) as u64).div_ceil(layout.unit_ms as u64)
@@ -889,6 +960,110 @@ mod tests {
         let c_clock = TestClock::at(b_clock.now_ms() - skew);
         let mut c = promoted(layout, 1, policy, 0, recovery_floor_ms(c_clock.now_ms(), 1_000, skew));
         assert!(c.next(&c_clock).unwrap().id > max_seen);
+    }
+
+    #[test]
+    fn a_standby_whose_clock_is_behind_by_more_than_clock_skew_ms_does_not_reissue_once_it_observed_the_skew()
+    {
+        // The old primary's clock is 8 s ahead of the standby's (beyond clock_skew_ms, 250). An
+        // asynchronous standby that replayed only the first reservation, promoted right after
+        // the old primary stopped: with today's floor (its own clock) it hands out ids the old
+        // primary handed out; with the lead it observed from the WAL receiver (8 s less the
+        // messages' delay, here 3 ms) it refuses (55000) until its clock is within max_drift_ms
+        // of the floor, then continues above every id of the old primary, in increasing order.
+        let layout = "time=41,worker=10,sequence=3";
+        let policy = Policy { max_drift_ms: 2_000, max_wait_ms: 5, reserve_window_ms: 1_000, ..ZERO };
+        let (skew, behind, delay_ms) = (250, 8_000, 3);
+        let real0 = crate::layout::DEFAULT_EPOCH_MS + 60_000_000;
+        let old_clock = TestClock::at(real0 + behind);
+        let mut old = Gen::new(layout, 7, policy);
+        let replayed = old.layout.unix_ms_to_tick(old_clock.now_ms() + 100) as u64;
+        let mut max_old = 0i64;
+        for _ in 0..3_000 {
+            match old.next(&old_clock) {
+                Ok(i) => max_old = max_old.max(i.id),
+                Err(GenError::TooFarAhead { .. }) => old_clock.add(1),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        // The WAL receiver's last message: sent at the old primary's clock, received 3 ms later.
+        let send_us = (old_clock.now_ms() - 946_684_800_000) * 1000 + 417;
+        let receipt_us = send_us - behind * 1000 + delay_ms * 1000;
+        let observed = observed_sender_lead_ms(send_us, receipt_us);
+        assert_eq!(observed, Some(behind - delay_ms));
+        let mut lead = SenderLead::NONE;
+        lead.observe(observed.unwrap(), old_clock.now_ms() - behind);
+
+        // Today's rule: the first ids repeat the old primary's.
+        let new_clock = TestClock::at(old_clock.now_ms() - behind);
+        let floor = recovery_floor_ms(new_clock.now_ms(), 2_000, skew);
+        let mut bare = promoted(layout, 7, Policy { max_wait_ms: 10_000, ..policy }, replayed, floor);
+        assert!(bare.next(&new_clock).unwrap().id <= max_old, "today's floor reissues");
+
+        // With the observed lead.
+        let promoted_at = new_clock.now_ms();
+        let floor = recovery_floor_observed_ms(promoted_at, 2_000, skew, lead.lead_ms());
+        assert_eq!(floor, promoted_at + 2_000 + (behind - delay_ms) + skew + 1);
+        let mut new = promoted(layout, 7, policy, replayed, floor);
+        let mut refused = 0;
+        let mut last = 0i64;
+        let mut issued = 0;
+        let mut first_at = None;
+        while issued < 5_000 {
+            match new.next(&new_clock) {
+                Ok(i) => {
+                    first_at.get_or_insert(new_clock.now_ms());
+                    assert!(i.id > max_old, "{} at or below the old primary's {}", i.id, max_old);
+                    assert!(i.id > last);
+                    last = i.id;
+                    issued += 1;
+                }
+                Err(GenError::TooFarAhead { .. }) => {
+                    refused += 1;
+                    new_clock.add(1);
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        // refused for about the observed lead + clock_skew_ms, not more
+        let refused_ms = first_at.unwrap() - promoted_at;
+        assert!(refused > 0 && refused_ms >= behind - delay_ms + skew - 10, "refused for {refused_ms} ms");
+        assert!(refused_ms <= behind + skew + 100, "refused for {refused_ms} ms");
+    }
+
+    #[test]
+    fn a_correct_clock_or_no_observation_keeps_todays_floor() {
+        // Not observed (never streamed), observed behind, observed level: today's rule exactly.
+        assert_eq!(recovery_floor_observed_ms(1_000, 2_000, 250, None), recovery_floor_ms(1_000, 2_000, 250));
+        assert_eq!(recovery_floor_observed_ms(1_000, 2_000, 250, Some(-4_000)), 3_251);
+        assert_eq!(recovery_floor_observed_ms(1_000, 2_000, 250, Some(0)), 3_251);
+        assert_eq!(recovery_floor_observed_ms(1_000, 2_000, 250, Some(8_000)), 11_251);
+        assert_eq!(recovery_floor_observed_ms(i64::MAX - 5, 2_000, 250, Some(8_000)), i64::MAX);
+        // a message: the delay makes the sender look less ahead; rounded up to the ms
+        assert_eq!(observed_sender_lead_ms(5_000_000, 3_000_000), Some(2_000));
+        assert_eq!(observed_sender_lead_ms(5_000_001, 3_000_000), Some(2_001));
+        assert_eq!(observed_sender_lead_ms(3_000_000, 5_000_500), Some(-2_000));
+        // no message yet: the receiver's start sets both to the same instant; no receipt
+        assert_eq!(observed_sender_lead_ms(7_000_000, 7_000_000), None);
+        assert_eq!(observed_sender_lead_ms(7_000_000, 0), None);
+    }
+
+    #[test]
+    fn the_sender_lead_is_the_largest_recent_observation_and_ages_out() {
+        let p = SenderLead::PERIOD_MS;
+        let mut l = SenderLead::NONE;
+        assert_eq!(l.lead_ms(), None);
+        l.observe(7_990, 1_000);
+        l.observe(7_950, 2_000); // a slower message: the larger one stays
+        assert_eq!(l.lead_ms(), Some(7_990));
+        l.observe(100, 1_000 + p); // the sender's clock corrected: the old period still counts
+        assert_eq!(l.lead_ms(), Some(7_990));
+        l.observe(90, 1_000 + 2 * p); // two periods on, it no longer does
+        assert_eq!(l.lead_ms(), Some(100));
+        l.observe(80, 1_000 + 5 * p); // after a long silence, only the new observation
+        assert_eq!(l.lead_ms(), Some(80));
+        l.observe(-20, 500); // this server's clock stepped back: start over
+        assert_eq!(l.lead_ms(), Some(-20));
     }
 
     #[test]

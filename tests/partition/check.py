@@ -93,6 +93,10 @@ out["new_first_after_cut_s"] = "%.1f" % (new_first - cut)
 if "new_seen" in ev:
     out["new_seen_after_cut_s"] = "%.1f" % (float(ev["new_seen"]) - cut)
 out["new_values"] = len(new_vals)
+# refusals (55000) by the new node before its first value: how long it made its clients wait
+# (later ones are the load running ahead of the layout's 200 ids/s)
+out["new_refusals_before_first"] = sum(
+    1 for e in errors if e[2] == "55000" and e[3] == new and cut <= float(e[0]) < new_first)
 # values of the old node RECEIVED after the new node's first value was received (a receive time
 # is at or after the generation: 0 here proves the old node generated nothing after it)
 out["overlap_values"] = sum(1 for v in old_vals if not math.isnan(new_first) and v[7] >= new_first)

@@ -15,6 +15,8 @@
 #   load_start HOST NAME DSN [load.py options]    tests/partition/load.py in HOST's namespace
 #   dsn_of H...                     a libpq string naming the hosts, target_session_attrs=read-write
 
+# shellcheck source=../../scripts/patroni-yml.bash
+. "$ROOT/scripts/patroni-yml.bash"
 W=$TMP/hosts
 mkdir -p "$W"; chmod 755 "$W"
 VENV=${PG_IDGEN_HA_VENV:-$PG_IDGEN_PG_HOME/patroni/venv}
@@ -89,87 +91,20 @@ etcd_start() {
 }
 etcd_healthy() { netns_exec "$1" curl -sf --max-time 1 http://127.0.0.1:2379/health | grep -q '"true"'; }
 
-patroni_yml() {
+patroni_yml_of() {   # patroni_yml_of HOST "H1 H2 H3" SYNC PARAM...: scripts/patroni-yml.bash
     local h=$1 hosts=$2 sync=$3; shift 3
-    local ip x etcd="" extra="" p
+    local ip x etcd="" args=() p
     ip=$(netns_ip "$h")
     for x in $hosts; do etcd+="${etcd:+,}$(netns_ip "$x"):2379"; done
-    for p in "$@"; do extra+="        ${p%%=*}: '${p#*=}'"$'\n'; done
-    cat <<EOF
-scope: pt
-namespace: /pg_idgen_partition/
-name: $h
-log:
-  level: INFO
-restapi:
-  listen: 0.0.0.0:8008
-  connect_address: $ip:8008
-etcd3:
-  hosts: $etcd
-bootstrap:
-  dcs:
-    ttl: 20
-    loop_wait: 1
-    retry_timeout: 5
-    maximum_lag_on_failover: 16777216
-    synchronous_mode: $sync
-    postgresql:
-      use_pg_rewind: true
-      use_slots: true
-      parameters:
-        shared_preload_libraries: pg_idgen
-        wal_level: replica
-        wal_log_hints: 'on'
-        hot_standby: 'on'
-        max_connections: 60
-        max_wal_senders: 10
-        max_replication_slots: 10
-        wal_keep_size: 128MB
-        shared_buffers: 32MB
-        logging_collector: 'on'
-        log_directory: log
-        log_filename: postgresql.log
-        log_min_messages: warning
-        lc_messages: C
-        timezone: UTC
-        log_timezone: UTC
-${extra}  initdb:
-    - encoding: UTF8
-    - locale: C.UTF-8
-    - auth: trust
-  pg_hba:
-    - local all all trust
-    - host all all 127.0.0.1/32 trust
-    - host replication all 127.0.0.1/32 trust
-    - host all all $SUBNET trust
-    - host replication all $SUBNET trust
-postgresql:
-  listen: 0.0.0.0:5432
-  connect_address: $ip:5432
-  data_dir: $W/$h/data
-  bin_dir: $PGBIN
-  pgpass: $W/$h/pgpass
-  use_unix_socket: true
-  authentication:
-    superuser:
-      username: postgres
-      password: postgres
-    replication:
-      username: replicator
-      password: replicator
-  parameters:
-    unix_socket_directories: '$W/$h'
-  pg_hba:
-    - local all all trust
-    - host all all 127.0.0.1/32 trust
-    - host replication all 127.0.0.1/32 trust
-    - host all all $SUBNET trust
-    - host replication all $SUBNET trust
-EOF
+    for p in "$@"; do args+=("param=${p%%=*}: '${p#*=}'"); done
+    patroni_yml scope=pt namespace=/pg_idgen_partition/ name="$h" rest_listen=0.0.0.0:8008 \
+        rest_connect="$ip:8008" etcd="$etcd" ttl=20 sync="$sync" pg_listen=0.0.0.0:5432 \
+        pg_connect="$ip:5432" data_dir="$W/$h/data" pgpass="$W/$h/pgpass" socket_dir="$W/$h" \
+        hba="$SUBNET" ${args[@]+"${args[@]}"}
 }
 patroni_start() {
     local h=$1 hosts=$2 sync=$3; shift 3
-    [ -f "$W/$h/patroni.yml" ] || patroni_yml "$h" "$hosts" "$sync" "$@" | runuser -u postgres -- sh -c "cat > '$W/$h/patroni.yml'"
+    [ -f "$W/$h/patroni.yml" ] || patroni_yml_of "$h" "$hosts" "$sync" "$@" | runuser -u postgres -- sh -c "cat > '$W/$h/patroni.yml'"
     netns_daemon "$h" "$W/$h/patroni.pid" "$W/$h/patroni.log" "$VENV/bin/patroni" "$W/$h/patroni.yml"
 }
 patronictl() { local h=$1; shift; netns_pg "$h" "$VENV/bin/patronictl" -c "$W/$h/patroni.yml" "$@"; }
