@@ -596,6 +596,186 @@ $fn$;
 REVOKE ALL ON FUNCTION pg_idgen_keyed_marks(text, oid, text, int[], bigint[]) FROM PUBLIC;
 COMMENT ON FUNCTION pg_idgen_keyed_marks(text, oid, text, int[], bigint[]) IS 'registry, for the lease workers: raises and reads the keyed marks of the caller''s node (registry => true spaces)';
 
+-- ---------------------------------------------------------------------------------------------
+-- Segment tags: bounds that survive an asynchronous promotion. segment_create(...,
+-- registry_marks => true) keeps a high-water mark per stride slot in the lease registry
+-- (pg_idgen_segment_marks, written through pg_idgen_segment_marks()), raised before the values
+-- of a reservation are handed out; pg_idgen_segments records the mode and segment_status shows
+-- it. Existing tags keep registry_marks = false. The ownership check of the keyed marks moves to
+-- pg_idgen_marks_owner_check, shared by both marks functions (one owner role per system
+-- identifier, pg_idgen_keyed_mark_owners).
+ALTER TABLE pg_idgen_segments ADD COLUMN registry_marks bool NOT NULL DEFAULT false,
+    ADD CONSTRAINT pg_idgen_segments_registry_marks_check CHECK (NOT (registry_marks AND (registry OR start < 1)));
+DROP FUNCTION segment_create(text, int, bigint, int, int, int, int, interval, int, int[], bool);
+CREATE  FUNCTION "segment_create"(
+	"tag" TEXT,
+	"step" INT DEFAULT 1000,
+	"start" bigint DEFAULT 1,
+	"nodes" INT DEFAULT 1,
+	"node_index" INT DEFAULT 0,
+	"min_step" INT DEFAULT NULL,
+	"max_step" INT DEFAULT NULL,
+	"target_interval" interval DEFAULT NULL,
+	"slots" INT DEFAULT NULL,
+	"owned" INT[] DEFAULT NULL,
+	"registry" bool DEFAULT false,
+	"registry_marks" bool DEFAULT false
+) RETURNS void
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'segment_create_slotted_wrapper';
+REVOKE ALL ON FUNCTION segment_create(text, int, bigint, int, int, int, int, interval, int, int[], bool, bool) FROM PUBLIC;
+CREATE OR REPLACE VIEW segment_status AS
+SELECT s.tag,
+       coalesce(m.current_step, s.step::bigint) AS step,
+       s.nodes, s.node_index,
+       p.persisted_hwm,
+       m.cursor, m.segment_end, m.next_start, m.next_end,
+       coalesce(m.values_issued, 0) AS values_issued,
+       coalesce(m.refills, 0) AS refills,
+       coalesce(m.sync_refills, 0) AS sync_refills,
+       coalesce(m.discarded, 0) AS discarded,
+       m.last_refill,
+       o.owned_slots,
+       s.registry_marks
+FROM pg_idgen_segments s
+LEFT JOIN segment_persisted() p USING (tag)
+LEFT JOIN segment_status_shmem() m USING (tag)
+LEFT JOIN (SELECT x.tag, pg_catalog.array_agg(x.slot ORDER BY x.slot) AS owned_slots
+           FROM segment_slot_status() x WHERE x.owned GROUP BY x.tag) o USING (tag);
+COMMENT ON VIEW segment_status IS 'one row per segment tag of this database: step, persisted high-water mark, cached cursor/end, next buffer, statistics since server start, and whether reservations raise marks in the lease registry (registry_marks)';
+
+COMMENT ON TABLE pg_idgen_keyed_mark_owners IS 'registry: the role whose members may read and raise the marks (keyed and segment) of a node (system identifier), the first to write them (pg_idgen)';
+
+-- Internal, for the SECURITY DEFINER marks functions below: refuses (42501) unless the session's
+-- login role owns the marks of system identifier $1 (pg_idgen_keyed_mark_owners; the first
+-- registry node role to write marks of it, keyed or segment, takes them) or is a superuser. $2
+-- names the marks in the message.
+CREATE FUNCTION pg_idgen_marks_owner_check(sysid numeric, what text) RETURNS void
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+DECLARE
+    owner name;
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL THEN
+        RAISE EXCEPTION 'pg_idgen_marks_owner_check: no argument may be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_roles r
+                WHERE r.rolname OPERATOR(pg_catalog.=) session_user AND r.rolsuper) THEN
+        RETURN;
+    END IF;
+    SELECT o.role_name INTO owner FROM @extschema@.pg_idgen_keyed_mark_owners o
+     WHERE o.system_identifier OPERATOR(pg_catalog.=) $1;
+    IF NOT FOUND THEN
+        IF NOT EXISTS (SELECT FROM @extschema@.pg_idgen_registry_nodes n
+                         JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) n.role_name
+                        WHERE pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')) THEN
+            RAISE EXCEPTION 'role "%" is not a node role of this registry', session_user
+                USING ERRCODE = '42501',
+                      HINT = 'A superuser of the registry maps a node''s role to its worker ids: INSERT INTO pg_idgen_registry_nodes (role_name, first_worker, last_worker) VALUES (...).';
+        END IF;
+        INSERT INTO @extschema@.pg_idgen_keyed_mark_owners AS o (system_identifier, role_name)
+        VALUES ($1, session_user) ON CONFLICT (system_identifier) DO NOTHING;
+        SELECT o.role_name INTO owner FROM @extschema@.pg_idgen_keyed_mark_owners o
+         WHERE o.system_identifier OPERATOR(pg_catalog.=) $1;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) owner
+                      AND pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')) THEN
+        RAISE EXCEPTION 'role "%" may not write the % of system identifier %', session_user, $2, $1
+            USING ERRCODE = '42501',
+                  DETAIL = pg_catalog.format('They belong to role "%s", the first to write them.', owner),
+                  HINT = 'A node writes the marks of its own system identifier only; a superuser of the registry hands them to another role by deleting their row of pg_idgen_keyed_mark_owners.';
+    END IF;
+END
+$fn$;
+REVOKE ALL ON FUNCTION pg_idgen_marks_owner_check(numeric, text) FROM PUBLIC;
+COMMENT ON FUNCTION pg_idgen_marks_owner_check(numeric, text) IS 'internal: refuses (42501) a role that does not own the registry marks of a system identifier';
+
+-- Raises the marks of (system_identifier, database, space) to at least bounds[i] for bucket
+-- buckets[i] (never lowers one; empty arrays: a read), and returns every mark of the space. The
+-- caller's login role must own the system identifier's marks (pg_idgen_keyed_mark_owners; the
+-- first registry node role to write them takes them), or be a superuser: 42501 otherwise.
+CREATE OR REPLACE FUNCTION pg_idgen_keyed_marks(system_identifier text, database oid, space text, buckets int[], bounds bigint[])
+    RETURNS TABLE (bucket int, bound bigint)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+DECLARE
+    sysid numeric(20, 0);
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL OR $4 IS NULL OR $5 IS NULL THEN
+        RAISE EXCEPTION 'pg_idgen_keyed_marks: no argument may be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.cardinality($4) OPERATOR(pg_catalog.<>) pg_catalog.cardinality($5) THEN
+        RAISE EXCEPTION 'pg_idgen_keyed_marks: buckets and bounds must have the same length' USING ERRCODE = '22023';
+    END IF;
+    sysid := $1::pg_catalog.numeric;
+    PERFORM @extschema@.pg_idgen_marks_owner_check(sysid, 'keyed marks');
+    INSERT INTO @extschema@.pg_idgen_keyed_marks AS m (system_identifier, database, space, bucket, bound)
+    SELECT sysid, $2, $3, b.k, pg_catalog.max(b.v)
+      FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS b(k, v)
+     WHERE b.k IS NOT NULL AND b.v IS NOT NULL
+     GROUP BY b.k
+    ON CONFLICT (system_identifier, database, space, bucket)
+    DO UPDATE SET bound = GREATEST(m.bound, excluded.bound);
+    RETURN QUERY
+    SELECT m.bucket, m.bound FROM @extschema@.pg_idgen_keyed_marks m
+     WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid AND m.database OPERATOR(pg_catalog.=) $2
+       AND m.space OPERATOR(pg_catalog.=) $3;
+END
+$fn$;
+
+-- Segment tags created with registry_marks => true (docs/segment-sequences.md, "Asynchronous
+-- standbys"): a high-water mark per (system identifier, database, tag, stride slot), raised by
+-- the node's lease worker before any value of a newly reserved chunk is handed out, and read when
+-- the tag is first used after a start or a promotion (each slot's sequence moves above its
+-- mark). Owned like the keyed marks (pg_idgen_keyed_mark_owners: one owner role per system
+-- identifier for both). Not dumped: like the leases, they belong to the running fleet.
+CREATE TABLE pg_idgen_segment_marks (
+    system_identifier numeric(20, 0) NOT NULL,
+    database          oid NOT NULL,
+    tag               text NOT NULL CHECK (pg_catalog.octet_length(tag) OPERATOR(pg_catalog.<=) 63),
+    slot              int NOT NULL CHECK (slot OPERATOR(pg_catalog.>=) 0 AND slot OPERATOR(pg_catalog.<=) 1023),
+    bound             bigint NOT NULL,
+    PRIMARY KEY (system_identifier, database, tag, slot)
+);
+COMMENT ON TABLE pg_idgen_segment_marks IS 'registry: per node (system identifier), database, segment tag and stride slot, a bound no value handed out there exceeds (pg_idgen, segment_create(..., registry_marks => true))';
+REVOKE ALL ON pg_idgen_segment_marks FROM PUBLIC;
+
+-- Raises the marks of (system_identifier, database, tag) to at least bounds[i] for stride slot
+-- slots[i] (never lowers one; empty arrays: a read), and returns every mark of the tag. The
+-- caller's login role must own the system identifier's marks, or be a superuser: 42501 otherwise
+-- (pg_idgen_marks_owner_check).
+CREATE FUNCTION pg_idgen_segment_marks(system_identifier text, database oid, tag text, slots int[], bounds bigint[])
+    RETURNS TABLE (slot int, bound bigint)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+DECLARE
+    sysid numeric(20, 0);
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL OR $4 IS NULL OR $5 IS NULL THEN
+        RAISE EXCEPTION 'pg_idgen_segment_marks: no argument may be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.cardinality($4) OPERATOR(pg_catalog.<>) pg_catalog.cardinality($5) THEN
+        RAISE EXCEPTION 'pg_idgen_segment_marks: slots and bounds must have the same length' USING ERRCODE = '22023';
+    END IF;
+    sysid := $1::pg_catalog.numeric;
+    PERFORM @extschema@.pg_idgen_marks_owner_check(sysid, 'segment marks');
+    INSERT INTO @extschema@.pg_idgen_segment_marks AS m (system_identifier, database, tag, slot, bound)
+    SELECT sysid, $2, $3, b.k, pg_catalog.max(b.v)
+      FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS b(k, v)
+     WHERE b.k IS NOT NULL AND b.v IS NOT NULL
+     GROUP BY b.k
+    ON CONFLICT (system_identifier, database, tag, slot)
+    DO UPDATE SET bound = GREATEST(m.bound, excluded.bound);
+    RETURN QUERY
+    SELECT m.slot, m.bound FROM @extschema@.pg_idgen_segment_marks m
+     WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid AND m.database OPERATOR(pg_catalog.=) $2
+       AND m.tag OPERATOR(pg_catalog.=) $3;
+END
+$fn$;
+REVOKE ALL ON FUNCTION pg_idgen_segment_marks(text, oid, text, int[], bigint[]) FROM PUBLIC;
+COMMENT ON FUNCTION pg_idgen_segment_marks(text, oid, text, int[], bigint[]) IS 'registry, for the lease workers: raises and reads the segment marks of the caller''s node (registry_marks => true tags)';
+
 -- What must not replicate (the same objects as sql/replication.sql, which the install script runs
 -- last): ENABLE REPLICA guard triggers on every table of the extension, the event trigger on
 -- CREATE/ALTER PUBLICATION and SUBSCRIPTION, and a WARNING for publications that already carry

@@ -19,7 +19,9 @@ CREATE TABLE pg_idgen_segments (
     created         timestamptz NOT NULL DEFAULT now(),
     slotted         bool NOT NULL DEFAULT false,
     registry        bool NOT NULL DEFAULT false,
+    registry_marks  bool NOT NULL DEFAULT false,
     CHECK (node_index >= 0 AND node_index < nodes),
+    CONSTRAINT pg_idgen_segments_registry_marks_check CHECK (NOT (registry_marks AND (registry OR start < 1))),
     CHECK (step <= 100000000 AND step % unit = 0),
     CHECK ((min_step IS NULL AND max_step IS NULL AND target_interval IS NULL AND unit = step)
         OR (min_step = unit AND max_step >= step AND max_step % unit = 0
@@ -70,16 +72,17 @@ SELECT s.tag,
        coalesce(m.sync_refills, 0) AS sync_refills,
        coalesce(m.discarded, 0) AS discarded,
        m.last_refill,
-       o.owned_slots
+       o.owned_slots,
+       s.registry_marks
 FROM pg_idgen_segments s
 LEFT JOIN segment_persisted() p USING (tag)
 LEFT JOIN segment_status_shmem() m USING (tag)
 LEFT JOIN (SELECT x.tag, pg_catalog.array_agg(x.slot ORDER BY x.slot) AS owned_slots
            FROM segment_slot_status() x WHERE x.owned GROUP BY x.tag) o USING (tag);
-COMMENT ON VIEW segment_status IS 'one row per segment tag of this database: step, persisted high-water mark, cached cursor/end, next buffer, statistics since server start';
+COMMENT ON VIEW segment_status IS 'one row per segment tag of this database: step, persisted high-water mark, cached cursor/end, next buffer, statistics since server start, and whether reservations raise marks in the lease registry (registry_marks)';
 GRANT SELECT ON segment_status TO PUBLIC;
 
-REVOKE ALL ON FUNCTION segment_create(text, int, bigint, int, int, int, int, interval, int, int[], bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION segment_create(text, int, bigint, int, int, int, int, interval, int, int[], bool, bool) FROM PUBLIC;
 REVOKE ALL ON FUNCTION segment_slot_release(text, int) FROM PUBLIC;
 REVOKE ALL ON FUNCTION segment_slot_adopt(text, int, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION segment_drop(text) FROM PUBLIC;

@@ -4,6 +4,10 @@
 //! lagging asynchronous standby promoted at once continues above every value the old primary
 //! handed out: the system identifier is kept by physical replication.
 //!
+//! The same request queue carries the marks of segment tags created with `registry_marks =>
+//! true` (`segment::marks`): a request has a [`MarkKind`], the name is then a tag and a bucket
+//! is a stride slot (`pg_idgen_segment_marks` in the registry).
+//!
 //! The rule (`space::raise_bound`, `space::resolve_slow`): a raise of a bucket of such a space is
 //! the local in-place raise and WAL flush *and* the registry's mark raised to the new bound before
 //! the bucket's shared bound moves; a claim of the space's entry (first use after a start, a
@@ -53,9 +57,19 @@ const WORKING: u32 = 2;
 const DONE: u32 = 3;
 const FAILED: u32 = 4;
 
+/// Whose marks a request reads and raises: a keyed space's (bucket of sections) or a segment
+/// tag's (stride slot). The worker sends each kind to its own registry function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum MarkKind {
+    Keyed = 0,
+    Segment = 1,
+}
+
 #[repr(C)]
 struct Req {
     state: u32,
+    kind: MarkKind,
     id: u64,
     /// CLOCK_BOOTTIME ms of the last change of state (to reclaim abandoned slots).
     at_ms: i64,
@@ -91,7 +105,7 @@ pub(super) unsafe fn request_shmem() {
 
 /// From the startup hook, with AddinShmemInitLock held (by `keyed::attach_shmem`).
 pub(super) unsafe fn attach_shmem() {
-    // SAFETY: zeroed memory is a valid `Header` (every slot FREE, no latch) except for the lock
+    // SAFETY: zeroed memory is a valid `Header` (every slot FREE, of kind Keyed (0), no latch) except for the lock
     // and the condition variable set here; created once, under AddinShmemInitLock.
     unsafe {
         let mut found = false;
@@ -130,6 +144,11 @@ fn reusable(r: &Req, now: i64) -> bool {
 /// bound) pairs — none: only read them — and waits for the answer: the space's marks by bucket
 /// (0 where none) after the call, or why there are none.
 pub(super) fn call(space: &str, raise: &[(usize, i64)]) -> Result<Vec<i64>, String> {
+    call_kind(MarkKind::Keyed, space, raise)
+}
+
+/// As [`call`], for the marks of `kind`: a keyed space's or a segment tag's (`name`).
+pub(crate) fn call_kind(kind: MarkKind, space: &str, raise: &[(usize, i64)]) -> Result<Vec<i64>, String> {
     let Some(h) = header() else { return Err("pg_idgen is not preloaded".into()) };
     // SAFETY: an atomic in shared memory.
     let latch = unsafe { (*h).latch.load(Ordering::Acquire) };
@@ -162,6 +181,7 @@ pub(super) fn call(space: &str, raise: &[(usize, i64)]) -> Result<Vec<i64>, Stri
                         hp.next_id += 1;
                         let r = &mut hp.reqs[i];
                         r.state = PENDING;
+                        r.kind = kind;
                         r.id = hp.next_id;
                         r.at_ms = now;
                         r.dbid = db;
@@ -221,10 +241,12 @@ pub(super) fn call(space: &str, raise: &[(usize, i64)]) -> Result<Vec<i64>, Stri
 
 // ---- the lease worker's side ----
 
-/// A request the worker took: (slot, id, database, space, raises by bucket (0: none)).
+/// A request the worker took: (slot, id, kind, database, space or tag, raises by bucket (0:
+/// none)).
 pub struct Taken {
     pub slot: usize,
     pub id: u64,
+    pub kind: MarkKind,
     pub dbid: u32,
     pub space: String,
     pub bounds: Vec<i64>,
@@ -273,7 +295,7 @@ pub fn take_pending() -> Vec<Taken> {
         return Vec::new();
     }
     let mut bufs: Vec<Vec<i64>> = (0..pending).map(|_| Vec::with_capacity(BUCKETS)).collect();
-    let mut taken: Vec<(usize, u64, u32, [u8; MAX_NAME_BYTES], usize)> = Vec::with_capacity(pending);
+    let mut taken: Vec<(usize, u64, MarkKind, u32, [u8; MAX_NAME_BYTES], usize)> = Vec::with_capacity(pending);
     let now = boottime_ms();
     {
         let _g = locked(h);
@@ -284,16 +306,17 @@ pub fn take_pending() -> Vec<Taken> {
                 r.state = WORKING;
                 r.at_ms = now;
                 bufs[taken.len()].extend_from_slice(&r.bounds);
-                taken.push((i, r.id, r.dbid.to_u32(), r.name, r.name_len));
+                taken.push((i, r.id, r.kind, r.dbid.to_u32(), r.name, r.name_len));
             }
         }
     }
     taken
         .into_iter()
         .zip(bufs)
-        .map(|((i, id, db, name, len), bounds)| Taken {
+        .map(|((i, id, kind, db, name, len), bounds)| Taken {
             slot: i,
             id,
+            kind,
             dbid: db,
             space: String::from_utf8_lossy(&name[..len.min(MAX_NAME_BYTES)]).into_owned(),
             bounds,

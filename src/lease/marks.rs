@@ -1,26 +1,38 @@
-//! The lease worker's side of the keyed registry marks (`keyed::marks` has the protocol): every
-//! pending request, one registry call per (database, space) — the raises of several backends and
-//! buckets in one statement — through the registry's `pg_idgen_keyed_marks()`
-//! (sql/registry_nodes.sql), which checks that this node's role owns the marks of its system
+//! The lease worker's side of the registry marks (`keyed::marks` has the protocol): every
+//! pending request, one registry call per (kind, database, space or tag) — the raises of several
+//! backends and buckets in one statement — through the registry's `pg_idgen_keyed_marks()` (keyed
+//! spaces) or `pg_idgen_segment_marks()` (segment tags, a bucket being a stride slot)
+//! (sql/registry_nodes.sql), which check that this node's role owns the marks of its system
 //! identifier. Run by the worker's loop whenever a backend woke it, with or without a lease: a
 //! promoted standby reads and raises its marks before its lease is granted.
 
 use std::time::Duration;
 
-use crate::keyed::marks::{self, Taken};
+use crate::keyed::marks::{self, MarkKind, Taken};
 
 use super::registry::{RegError, Registry};
 
 impl Registry {
     /// Raises the marks of (this node, db, space) to `bounds` (bucket → bound, 0: none) and
     /// returns every mark of the space by bucket.
-    fn keyed_marks(&self, sysid: &str, db: u32, space: &str, bounds: &[i64]) -> Result<Vec<i64>, RegError> {
+    /// A segment tag's marks (`kind` Segment) likewise, a bucket being a stride slot.
+    fn marks(
+        &self,
+        kind: MarkKind,
+        sysid: &str,
+        db: u32,
+        space: &str,
+        bounds: &[i64],
+    ) -> Result<Vec<i64>, RegError> {
         let (buckets, values): (Vec<i32>, Vec<i64>) =
             bounds.iter().enumerate().filter(|(_, &v)| v > 0).map(|(b, &v)| (b as i32, v)).unzip();
-        let sql =
-            format!("SELECT bucket, bound FROM {}.pg_idgen_keyed_marks($1, $2, $3, $4, $5)", self.schema);
+        let (func, what) = match kind {
+            MarkKind::Keyed => ("pg_idgen_keyed_marks", "registry keyed marks"),
+            MarkKind::Segment => ("pg_idgen_segment_marks", "registry segment marks"),
+        };
+        let sql = format!("SELECT * FROM {}.{func}($1, $2, $3, $4, $5)", self.schema);
         let rows = self.run(
-            "registry keyed marks",
+            what,
             self.client().query(sql.as_str(), &[&sysid, &db, &space, &buckets, &values]),
         )?;
         let mut out = vec![0i64; bounds.len()];
@@ -34,8 +46,9 @@ impl Registry {
     }
 }
 
-/// The requests of one (database, space): its raises (highest per bucket) and their (slot, id).
-type Group = (u32, String, Vec<i64>, Vec<(usize, u64)>);
+/// The requests of one (kind, database, space or tag): its raises (highest per bucket) and their
+/// (slot, id).
+type Group = (MarkKind, u32, String, Vec<i64>, Vec<(usize, u64)>);
 
 /// Answers every pending request of the backends. `conninfo`, `timeout`: the lease settings.
 pub fn round(reg: &mut Registry, sysid: &str, conninfo: &str, timeout: Duration) {
@@ -59,24 +72,25 @@ pub fn round(reg: &mut Registry, sysid: &str, conninfo: &str, timeout: Duration)
     if let Err(e) = reg.connect() {
         return fail_all(&pending, &e);
     }
-    // one call per (database, space): the raises of every request of it, highest per bucket
+    // one call per (kind, database, space or tag): the raises of every request of it, highest
+    // per bucket
     let mut groups: Vec<Group> = Vec::new();
     for t in pending {
-        match groups.iter_mut().find(|g| g.0 == t.dbid && g.1 == t.space) {
+        match groups.iter_mut().find(|g| g.0 == t.kind && g.1 == t.dbid && g.2 == t.space) {
             Some(g) => {
-                for (a, b) in g.2.iter_mut().zip(t.bounds.iter()) {
+                for (a, b) in g.3.iter_mut().zip(t.bounds.iter()) {
                     *a = (*a).max(*b);
                 }
-                g.3.push((t.slot, t.id));
+                g.4.push((t.slot, t.id));
             }
-            None => groups.push((t.dbid, t.space, t.bounds, vec![(t.slot, t.id)])),
+            None => groups.push((t.kind, t.dbid, t.space, t.bounds, vec![(t.slot, t.id)])),
         }
     }
     let mut broken: Option<RegError> = None;
-    for (db, space, bounds, reqs) in &groups {
+    for (kind, db, space, bounds, reqs) in &groups {
         let r = match &broken {
             Some(e) => Err(e.clone()),
-            None => reg.keyed_marks(sysid, *db, space, bounds),
+            None => reg.marks(*kind, sysid, *db, space, bounds),
         };
         match &r {
             Ok(m) => reqs.iter().for_each(|&(s, id)| marks::complete(s, id, Ok(m))),

@@ -20,7 +20,9 @@ use crate::tables;
 
 /// Creates a segment tag backed by its own sequence (superuser only); with `slots`, a tag of
 /// `slots` stride slots of which this node owns `owned` (all by default), each slot backed by a
-/// sequence of its own (`slot_rows.rs`).
+/// sequence of its own (`slot_rows.rs`). With `registry_marks`, every reservation raises the
+/// slot's mark in the lease registry before its values are handed out, and a first use after a
+/// start or a promotion continues above the registry's marks (`marks.rs`).
 #[pg_extern(name = "segment_create", volatile, parallel_unsafe)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn segment_create_slotted(
@@ -35,6 +37,7 @@ pub(super) fn segment_create_slotted(
     slots: default!(Option<i32>, "NULL"),
     owned: default!(Option<Vec<Option<i32>>>, "NULL"),
     registry: default!(Option<bool>, false),
+    registry_marks: default!(Option<bool>, false),
 ) {
     // NULL is only meaningful for the adaptive-step arguments (no adaptive step).
     let tag = required(tag, "tag");
@@ -46,6 +49,10 @@ pub(super) fn segment_create_slotted(
     check_writable("create a segment tag");
     validate_tag(tag);
     let registry = required(registry, "registry");
+    let registry_marks = required(registry_marks, "registry_marks");
+    if registry_marks {
+        registry_marks_arguments(registry, start);
+    }
     if registry {
         registry_arguments(slots, owned.is_some());
     }
@@ -139,8 +146,8 @@ pub(super) fn segment_create_slotted(
     let seqname = create_backing_sequence(&schema, count + 1, stride, origin);
     Spi::run_with_args(
         &format!(
-            "INSERT INTO {schema}.pg_idgen_segments (tag, seq, step, unit, start, nodes, node_index, min_step, max_step, target_interval, slotted, registry) \
-             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+            "INSERT INTO {schema}.pg_idgen_segments (tag, seq, step, unit, start, nodes, node_index, min_step, max_step, target_interval, slotted, registry, registry_marks) \
+             VALUES ($1, $2::pg_catalog.regclass, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         ),
         &[
             tag.into(),
@@ -155,6 +162,7 @@ pub(super) fn segment_create_slotted(
             target_interval.into(),
             slotted.into(),
             registry.into(),
+            registry_marks.into(),
         ],
     )
     .unwrap_or_else(|e| raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not record the segment tag: {e}"), None));
@@ -204,6 +212,33 @@ fn registry_arguments(slots: Option<i32>, owned: bool) {
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             "registry => true needs a lease registry: pg_idgen.lease_mode is off or pg_idgen.registry is not set",
             Some("Slot ownership through the registry is renewed with the node's worker id lease (docs/worker-ids.md, \"Leased worker ids\"); without one, use explicit hand-over (segment_slot_release/segment_slot_adopt)."),
+        );
+    }
+}
+
+/// Checks `registry_marks => true` of segment_create: not with registry-owned slots (their
+/// ceilings are in the registry already), values from 1 on (a mark of 0 means none), and a lease
+/// worker to raise the marks (55000 without one).
+fn registry_marks_arguments(registry: bool, start: i64) {
+    if registry {
+        bad(
+            "registry_marks cannot be combined with registry",
+            Some("The slots of a tag created with registry => true already keep their ceilings in the registry: a promoted standby of the same system identifier takes them above the ceilings (docs/segment-slots.md)."),
+        );
+    }
+    if start < 1 {
+        bad(
+            format!("registry_marks needs start >= 1, got {start}"),
+            Some("The registry's marks are positive values: start the tag at 1 or above."),
+        );
+    }
+    if crate::gucs::lease_mode() == crate::gucs::LeaseMode::Off
+        || crate::gucs::string_setting(&crate::gucs::REGISTRY).trim().is_empty()
+    {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "registry_marks => true needs a lease registry: pg_idgen.lease_mode is off or pg_idgen.registry is not set",
+            Some("The marks are raised through the lease worker's registry connection: set pg_idgen.lease_mode (fixed or auto) and pg_idgen.registry (docs/worker-ids.md, \"Leased worker ids\"), and restart."),
         );
     }
 }

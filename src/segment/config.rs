@@ -40,6 +40,9 @@ pub(super) struct TagConfig {
     /// The tag was created with `registry => true`: its slots are served while this node holds
     /// them in the lease registry (`owners`, `leased`), not by `pg_idgen_segment_slots.owned`.
     pub(super) registry: bool,
+    /// The tag was created with `registry_marks => true`: every reservation raises its slot's
+    /// mark in the lease registry first (`marks`).
+    pub(super) registry_marks: bool,
     /// The row was written by this transaction (not committed yet).
     pub(super) uncommitted: bool,
 }
@@ -102,6 +105,10 @@ fn config_of(tag: &str, row: &tables::Row) -> TagConfig {
     if registry && !slotted {
         corrupt("registry without slots");
     }
+    let registry_marks = row.bool("registry_marks").unwrap_or(false);
+    if registry_marks && (registry || start < 1) {
+        corrupt("registry_marks with registry, or with a start below 1");
+    }
     if slotted && nodes > super::table::MAX_SLOTS as i64 {
         corrupt(&format!("{nodes} slots, more than {}", super::table::MAX_SLOTS));
     }
@@ -123,6 +130,7 @@ fn config_of(tag: &str, row: &tables::Row) -> TagConfig {
         slots: nodes,
         slotted,
         registry,
+        registry_marks,
         uncommitted: row.written_by_this_transaction(),
     }
 }

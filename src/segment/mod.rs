@@ -24,7 +24,8 @@
 //!           transaction): asks the tag's kind for chunks, installs them, adapts the step
 //!  kinds    plain · slotted · leased — the three kinds of tag, none calling another
 //!  chunk    chunk — where the next chunk comes from: a tag's Kind, what a reservation returns ·
-//!           owners — the slots this node holds through the lease registry (shared memory)
+//!           owners — the slots this node holds through the lease registry (shared memory) ·
+//!           marks — the registry marks of registry_marks => true tags (raise, lift)
 //!  rows     slot_rows — pg_idgen_segment_slots, a slot's origin and mark, adding a slot ·
 //!           backing — a backing sequence's link to its table (the row trigger)
 //!  entries  claim — finding, claiming and releasing a tag's shared entry
@@ -49,6 +50,7 @@ mod errors;
 mod handover;
 mod hot;
 mod leased;
+mod marks;
 pub(crate) mod owners;
 mod plain;
 mod refill;

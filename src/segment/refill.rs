@@ -12,6 +12,7 @@ use super::claim::release_claim;
 use super::config::{read_config, TagConfig};
 use super::errors::{missing_sequence, overflow_oid, unknown_tag};
 use super::leased::{not_serving, reserve_leased};
+use super::marks;
 use super::owners;
 use super::plain::reserve_plain;
 use super::slotted::reserve_slotted;
@@ -23,18 +24,36 @@ use crate::tables;
 /// Asks the tag's kind for `mult` chunks. `seqoid`, `unit` and `stride` are a plain tag's (the
 /// shared entry's, or the configuration's for a private buffer); `slot_high` is the shared
 /// entry's per-slot high-water mark (None: the kind reads each slot's sequence instead).
+///
+/// A tag created with `registry_marks => true` (`marks` has the rule): with `read_marks` (the
+/// first reservation of an entry, or a private buffer's), the slots' sequences move above the
+/// registry's marks first; the chunks reserved are handed out only once the registry raised the
+/// slot's mark to their last value. 55000 otherwise (the chunks are a gap).
 fn reserve_chunks(
     tag: &str,
     cfg: &TagConfig,
     (seqoid, unit, stride): (pg_sys::Oid, i64, i64),
     mult: i64,
     slot_high: Option<&[i64; MAX_SLOTS]>,
+    read_marks: bool,
 ) -> Reserved {
-    match Kind::of(cfg) {
+    // SAFETY: a flag of the current transaction (on a standby every transaction is read-only:
+    // marks read there could be older than the primary's last raises; the reservation below
+    // refuses anyway).
+    if cfg.registry_marks && read_marks && !unsafe { pg_sys::XactReadOnly } {
+        marks::lift(tag, cfg);
+    }
+    let r = match Kind::of(cfg) {
         Kind::Plain => reserve_plain(seqoid, unit, stride, mult),
         Kind::Slotted => reserve_slotted(tag, cfg, mult, slot_high),
         Kind::Registry => reserve_leased(tag, cfg, mult, slot_high),
+    };
+    if cfg.registry_marks && !r.gap {
+        if let Some(seg) = &r.seg {
+            marks::raise(tag, cfg, r.slot, seg);
+        }
     }
+    r
 }
 
 /// Runs `f` in an internal subtransaction, as a PL/pgSQL exception block does: an ERROR in `f`
@@ -68,7 +87,7 @@ fn in_subtransaction<T>(
 /// value; otherwise the caller already holds a value and a failed reservation must not cost it
 /// that value (it is returned; the entry stops refilling ahead until a synchronous refill).
 pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
-    let (seqoid, unit, stride, mult, tag, slotted, slot_high) = {
+    let (seqoid, unit, stride, mult, tag, slotted, slot_high, marks_read) = {
         let _g = Held::entry(idx);
         let e = entry_ptr(idx);
         // SAFETY: mutable entry fields are read under the entry lock.
@@ -78,7 +97,7 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
             }
             let tag = String::from_utf8_lossy(&(&(*e).tag)[..(*e).tag_len]).into_owned();
             let slot_high = if (*e).slotted { Some((*e).slot_high) } else { None };
-            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult, tag, (*e).slotted, slot_high)
+            ((*e).seqoid, (*e).unit, (*e).stride, (*e).mult, tag, (*e).slotted, slot_high, (*e).marks_read)
         }
     };
     // SAFETY: a flag of the current transaction.
@@ -97,16 +116,26 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
         if tables::sequence_state(seqoid).is_none() {
             missing_sequence(seqoid);
         }
-        let r = reserve_chunks(&tag, &cfg, (seqoid, unit, stride), mult, slot_high.as_ref());
-        (r.slot, r.seg, r.gap)
+        let r = reserve_chunks(&tag, &cfg, (seqoid, unit, stride), mult, slot_high.as_ref(), !marks_read);
+        // SAFETY: a flag of the current transaction.
+        let lifted = cfg.registry_marks && !marks_read && !unsafe { pg_sys::XactReadOnly };
+        (r.slot, r.seg, r.gap, lifted)
     });
     let (slot, seg) = match reserved {
-        Ok((_, _, true)) => {
+        Ok((_, _, true, lifted)) => {
             // the slot was released while this reserved: a gap; the caller tries again
-            finish_refill(idx, gen, |e| e.refilling = false);
+            finish_refill(idx, gen, |e| {
+                e.refilling = false;
+                e.marks_read |= lifted;
+            });
             return;
         }
-        Ok((slot, seg, false)) => (slot, seg),
+        Ok((slot, seg, false, lifted)) => {
+            if lifted {
+                finish_refill(idx, gen, |e| e.marks_read = true);
+            }
+            (slot, seg)
+        }
         Err(error) => {
             finish_refill(idx, gen, |e| {
                 e.refilling = false;
@@ -234,7 +263,7 @@ pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
                 }
             }
         }
-        let r = reserve_chunks(tag, cfg, (cfg.seqoid, cfg.unit, cfg.stride), cfg.mult, None);
+        let r = reserve_chunks(tag, cfg, (cfg.seqoid, cfg.unit, cfg.stride), cfg.mult, None, true);
         if r.gap {
             continue;
         }

@@ -72,6 +72,10 @@ pub(super) struct Entry {
     /// Slots owned through the lease registry: every value handed out checks the node's
     /// validity (`owners::serving`).
     pub(super) registry: bool,
+    /// Created with `registry_marks => true`: whether a reservation of this entry read the
+    /// registry's marks and moved the slots' sequences above them (`marks::lift`; false from
+    /// the claim on: the first reservation after a start, a promotion or an eviction reads them).
+    pub(super) marks_read: bool,
     /// A backend is reserving the next segment ahead of need (elected under the entry lock).
     pub(super) refilling: bool,
     /// The last reservation made ahead of need failed: serve what is left and reserve again

@@ -31,6 +31,7 @@ CREATE FUNCTION sample_value(t regtype, n text) RETURNS text LANGUAGE sql AS $$
     WHEN t = 'oid'::regtype THEN '1::oid'
     WHEN t = 'boolean'::regtype THEN 'true'
     WHEN t = 'double precision'::regtype THEN '6::double precision'
+    WHEN t = 'numeric'::regtype THEN '1::numeric'
   END $$;
 DO $$
 DECLARE

@@ -10,6 +10,53 @@ SELECT segment_create('reg_a', 10, slots => 4, owned => '{1}', registry => true)
 SELECT segment_create('reg_a', 10, slots => 4, registry => NULL);   -- 22004
 SELECT segment_create('reg_a', 10, slots => 300, registry => false); -- 22023: slots range
 SELECT count(*) FROM pg_idgen_segments WHERE tag = 'reg_a';
+-- segment_create(..., registry_marks => ...)
+SELECT segment_create('marks_a', 10, registry_marks => true);        -- 55000: no lease registry
+SELECT segment_create('marks_a', 10, slots => 4, registry_marks => true); -- 55000: likewise
+SELECT segment_create('marks_a', 10, registry_marks => NULL);        -- 22004
+SELECT segment_create('marks_a', 10, slots => 4, registry => true, registry_marks => true); -- 22023
+SELECT segment_create('marks_a', 10, start => 0, registry_marks => true);  -- 22023: start >= 1
+SELECT segment_create('marks_a', 10, registry_marks => false);
+SELECT tag, registry_marks FROM segment_status WHERE tag = 'marks_a';
+SELECT segment_next('marks_a');
+SELECT segment_drop('marks_a');
+-- the table refuses what segment_create refuses
+INSERT INTO pg_idgen_segments (tag, seq, step, unit, start, registry_marks)
+VALUES ('marks_b', 'pg_class', 10, 10, 0, true);                     -- 23514
+-- the registry's side: pg_idgen_segment_marks raises and reads a node's marks per slot
+SELECT * FROM pg_idgen_segment_marks(NULL, 1, 't', '{}', '{}');      -- 22004
+SELECT * FROM pg_idgen_segment_marks('42', 1, 't', '{0}', '{}');     -- 22023
+SELECT * FROM pg_idgen_segment_marks('42', 1, 't', '{0,3}', '{50,70}') ORDER BY slot;
+SELECT * FROM pg_idgen_segment_marks('42', 1, 't', '{0}', '{20}') ORDER BY slot;  -- never lowered
+SELECT * FROM pg_idgen_segment_marks('42', 1, 't', '{}', '{}') ORDER BY slot;     -- a read
+SELECT * FROM pg_idgen_segment_marks('42', 2, 't', '{}', '{}');      -- another database: none
+CREATE ROLE regress_marks_node LOGIN;
+CREATE ROLE regress_marks_other LOGIN;
+INSERT INTO pg_idgen_registry_nodes VALUES ('regress_marks_node', 1, 1), ('regress_marks_other', 2, 2);
+GRANT EXECUTE ON FUNCTION pg_idgen_segment_marks(text, oid, text, int[], bigint[]) TO regress_marks_node, regress_marks_other;
+GRANT EXECUTE ON FUNCTION pg_idgen_keyed_marks(text, oid, text, int[], bigint[]) TO regress_marks_other;
+SET SESSION AUTHORIZATION regress_marks_node;
+SELECT * FROM pg_idgen_segment_marks('43', 1, 't', '{1}', '{9}');    -- takes system identifier 43
+SELECT * FROM pg_idgen_marks_owner_check(43, 'x');                   -- 42501: internal
+UPDATE pg_idgen_segment_marks SET bound = 0;                         -- 42501
+RESET SESSION AUTHORIZATION;
+SET SESSION AUTHORIZATION regress_marks_other;
+SELECT * FROM pg_idgen_segment_marks('43', 1, 't', '{1}', '{9223372036854775807}'); -- 42501: not its node
+SELECT * FROM pg_idgen_segment_marks('43', 1, 't', '{}', '{}');      -- 42501: nor a read
+SELECT * FROM pg_idgen_keyed_marks('43', 1, 't', '{0}', '{5}');      -- 42501: keyed marks too
+RESET SESSION AUTHORIZATION;
+SELECT system_identifier, role_name FROM pg_idgen_keyed_mark_owners ORDER BY 1;
+SELECT system_identifier, database, tag, slot, bound FROM pg_idgen_segment_marks ORDER BY 1, 2, 3, 4;
+SELECT p.prosecdef, p.proconfig, has_function_privilege('public', p.oid, 'EXECUTE') AS public_execute
+  FROM pg_proc p WHERE p.proname IN ('pg_idgen_segment_marks', 'pg_idgen_marks_owner_check') ORDER BY p.proname;
+DELETE FROM pg_idgen_segment_marks;
+DELETE FROM pg_idgen_keyed_marks;
+DELETE FROM pg_idgen_keyed_mark_owners;
+DELETE FROM pg_idgen_registry_nodes WHERE role_name LIKE 'regress_marks_%';
+REVOKE ALL ON FUNCTION pg_idgen_segment_marks(text, oid, text, int[], bigint[]) FROM regress_marks_node, regress_marks_other;
+REVOKE ALL ON FUNCTION pg_idgen_keyed_marks(text, oid, text, int[], bigint[]) FROM regress_marks_other;
+DROP ROLE regress_marks_node;
+DROP ROLE regress_marks_other;
 -- the registry's functions: NULLs, unknown tags, bad arguments
 SELECT segment_registry_assign(NULL, 12, '{1,2,3}');                -- 22004
 SELECT segment_registry_assign('reg_t', NULL, '{1,2,3}');           -- 22004
