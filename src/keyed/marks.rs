@@ -295,7 +295,8 @@ pub fn take_pending() -> Vec<Taken> {
         return Vec::new();
     }
     let mut bufs: Vec<Vec<i64>> = (0..pending).map(|_| Vec::with_capacity(BUCKETS)).collect();
-    let mut taken: Vec<(usize, u64, MarkKind, u32, [u8; MAX_NAME_BYTES], usize)> = Vec::with_capacity(pending);
+    let mut taken: Vec<(usize, u64, MarkKind, u32, [u8; MAX_NAME_BYTES], usize)> =
+        Vec::with_capacity(pending);
     let now = boottime_ms();
     {
         let _g = locked(h);

@@ -31,10 +31,8 @@ impl Registry {
             MarkKind::Segment => ("pg_idgen_segment_marks", "registry segment marks"),
         };
         let sql = format!("SELECT * FROM {}.{func}($1, $2, $3, $4, $5)", self.schema);
-        let rows = self.run(
-            what,
-            self.client().query(sql.as_str(), &[&sysid, &db, &space, &buckets, &values]),
-        )?;
+        let rows =
+            self.run(what, self.client().query(sql.as_str(), &[&sysid, &db, &space, &buckets, &values]))?;
         let mut out = vec![0i64; bounds.len()];
         for r in rows {
             let (b, v): (i32, i64) = (r.get(0), r.get(1));

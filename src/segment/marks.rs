@@ -102,7 +102,8 @@ pub(super) fn raise(tag: &str, cfg: &TagConfig, slot: Option<i64>, seg: &Segment
     let slot = slot.unwrap_or_else(|| own_slot(cfg));
     let last = seg.last();
     let Ok(bucket) = usize::try_from(slot) else { return };
-    let marks = call_kind(MarkKind::Segment, tag, &[(bucket, last)]).unwrap_or_else(|e| failed(tag, &e, true));
+    let marks =
+        call_kind(MarkKind::Segment, tag, &[(bucket, last)]).unwrap_or_else(|e| failed(tag, &e, true));
     let now = marks.get(bucket).copied().unwrap_or(0);
     if now < last {
         failed(tag, &format!("the registry's mark of slot {slot} is {now} after a raise to {last}"), true);
