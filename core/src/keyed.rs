@@ -300,7 +300,9 @@ mod tests {
         assert!(validate_nodes(Some(0), Some(0)).unwrap_err().contains("nodes must be between 1 and 1024"));
         assert!(validate_nodes(Some(MAX_NODES + 1), Some(0)).is_err());
         assert!(validate_nodes(Some(-3), Some(0)).is_err());
-        assert!(validate_nodes(Some(3), Some(3)).unwrap_err().contains("node_index must be between 0 and nodes - 1 (2)"));
+        assert!(validate_nodes(Some(3), Some(3))
+            .unwrap_err()
+            .contains("node_index must be between 0 and nodes - 1 (2)"));
         assert!(validate_nodes(Some(3), Some(-1)).is_err());
         // an invalid configuration is never a stride: plain mode
         assert_eq!(Stride::new(Some(3), Some(3)), Stride::PLAIN);
