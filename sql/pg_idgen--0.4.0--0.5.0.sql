@@ -857,3 +857,102 @@ BEGIN
     END IF;
 END
 $replication_warn$;
+
+-- ---------------------------------------------------------------------------------------------
+-- Registry marks of keyed spaces: what a node role can put in pg_idgen_keyed_mark_owners and
+-- pg_idgen_keyed_marks is bounded (53400 beyond): the marks of at most twice as many system
+-- identifiers as it has worker ids, at most 1024 (database, space) pairs per system identifier; a
+-- bucket out of 0..1023 is 22023 (was the table's CHECK, 23514). As sql/registry_nodes.sql.
+CREATE OR REPLACE FUNCTION pg_idgen_keyed_marks(system_identifier text, database oid, space text, buckets int[], bounds bigint[])
+    RETURNS TABLE (bucket int, bound bigint)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+DECLARE
+    sysid numeric(20, 0);
+    owner name;
+    su bool;
+    worker_ids numeric;
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL OR $4 IS NULL OR $5 IS NULL THEN
+        RAISE EXCEPTION 'pg_idgen_keyed_marks: no argument may be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.cardinality($4) OPERATOR(pg_catalog.<>) pg_catalog.cardinality($5) THEN
+        RAISE EXCEPTION 'pg_idgen_keyed_marks: buckets and bounds must have the same length' USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.unnest($4) AS b(k)
+                WHERE b.k OPERATOR(pg_catalog.<) 0 OR b.k OPERATOR(pg_catalog.>) 1023) THEN
+        RAISE EXCEPTION 'pg_idgen_keyed_marks: a bucket is between 0 and 1023' USING ERRCODE = '22023';
+    END IF;
+    sysid := $1::pg_catalog.numeric;
+    su := EXISTS (SELECT FROM pg_catalog.pg_roles r
+                   WHERE r.rolname OPERATOR(pg_catalog.=) session_user AND r.rolsuper);
+    IF NOT su THEN
+        SELECT o.role_name INTO owner FROM @extschema@.pg_idgen_keyed_mark_owners o
+         WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid;
+        IF NOT FOUND THEN
+            SELECT pg_catalog.sum((n.last_worker::pg_catalog.int8 OPERATOR(pg_catalog.-) n.first_worker)
+                                  OPERATOR(pg_catalog.+) 1) INTO worker_ids
+              FROM @extschema@.pg_idgen_registry_nodes n
+              JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) n.role_name
+             WHERE pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER');
+            IF worker_ids IS NULL THEN
+                RAISE EXCEPTION 'role "%" is not a node role of this registry', session_user
+                    USING ERRCODE = '42501',
+                          HINT = 'A superuser of the registry maps a node''s role to its worker ids: INSERT INTO pg_idgen_registry_nodes (role_name, first_worker, last_worker) VALUES (...).';
+            END IF;
+            -- New owners one at a time, so that the count below is exact.
+            LOCK TABLE @extschema@.pg_idgen_keyed_mark_owners IN SHARE ROW EXCLUSIVE MODE;
+            SELECT o.role_name INTO owner FROM @extschema@.pg_idgen_keyed_mark_owners o
+             WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid;
+            IF NOT FOUND THEN
+                IF (SELECT pg_catalog.count(*) FROM @extschema@.pg_idgen_keyed_mark_owners o
+                     WHERE o.role_name OPERATOR(pg_catalog.=) session_user)::pg_catalog.numeric
+                   OPERATOR(pg_catalog.>=) (worker_ids OPERATOR(pg_catalog.*) 2) THEN
+                    RAISE EXCEPTION 'role "%" may not take the keyed marks of another system identifier', session_user
+                        USING ERRCODE = '53400',
+                              DETAIL = pg_catalog.format('It owns the marks of %s system identifiers, twice its %s worker ids.',
+                                                         worker_ids OPERATOR(pg_catalog.*) 2, worker_ids),
+                              HINT = 'A superuser of the registry deletes the rows of a retired node: DELETE FROM pg_idgen_keyed_marks WHERE system_identifier = ...; DELETE FROM pg_idgen_keyed_mark_owners WHERE system_identifier = ...;';
+                END IF;
+                INSERT INTO @extschema@.pg_idgen_keyed_mark_owners AS o (system_identifier, role_name)
+                VALUES (sysid, session_user);
+                owner := session_user;
+            END IF;
+        END IF;
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) owner
+                          AND pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')) THEN
+            RAISE EXCEPTION 'role "%" may not write the keyed marks of system identifier %', session_user, sysid
+                USING ERRCODE = '42501',
+                      DETAIL = pg_catalog.format('They belong to role "%s", the first to write them.', owner),
+                      HINT = 'A node writes the marks of its own system identifier only; a superuser of the registry hands them to another role by deleting their row of pg_idgen_keyed_mark_owners.';
+        END IF;
+        IF pg_catalog.cardinality($4) OPERATOR(pg_catalog.>) 0
+           AND NOT EXISTS (SELECT FROM @extschema@.pg_idgen_keyed_marks m
+                            WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid
+                              AND m.database OPERATOR(pg_catalog.=) $2 AND m.space OPERATOR(pg_catalog.=) $3) THEN
+            -- A new (database, space) of this node: one at a time (the owner row's lock).
+            PERFORM FROM @extschema@.pg_idgen_keyed_mark_owners o
+              WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid FOR UPDATE;
+            IF (SELECT pg_catalog.count(*) FROM (SELECT DISTINCT m.database, m.space
+                                                   FROM @extschema@.pg_idgen_keyed_marks m
+                                                  WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid) x)
+               OPERATOR(pg_catalog.>=) 1024 THEN
+                RAISE EXCEPTION 'the keyed marks of system identifier % already name 1024 (database, space) pairs', sysid
+                    USING ERRCODE = '53400',
+                          HINT = 'A superuser of the registry deletes the marks of spaces dropped for good: DELETE FROM pg_idgen_keyed_marks WHERE system_identifier = ... AND database = ... AND space = ...;';
+            END IF;
+        END IF;
+    END IF;
+    INSERT INTO @extschema@.pg_idgen_keyed_marks AS m (system_identifier, database, space, bucket, bound)
+    SELECT sysid, $2, $3, b.k, pg_catalog.max(b.v)
+      FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS b(k, v)
+     WHERE b.k IS NOT NULL AND b.v IS NOT NULL
+     GROUP BY b.k
+    ON CONFLICT (system_identifier, database, space, bucket)
+    DO UPDATE SET bound = GREATEST(m.bound, excluded.bound);
+    RETURN QUERY
+    SELECT m.bucket, m.bound FROM @extschema@.pg_idgen_keyed_marks m
+     WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid AND m.database OPERATOR(pg_catalog.=) $2
+       AND m.space OPERATOR(pg_catalog.=) $3;
+END
+$fn$;
