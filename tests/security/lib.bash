@@ -17,8 +17,9 @@
 #                                      install script, in an update test)
 #   check_hostile_calls C DB OWNER DESC  a superuser, then OWNER, call every function and read
 #                                      every view of the extension (gen_calls.sql, mode sample)
-#                                      with the database's search_path; no shadow ran, OWNER is
-#                                      no superuser
+#                                      with the database's search_path, and fire every trigger
+#                                      and event trigger (fire_hostile_triggers); no shadow ran,
+#                                      OWNER is no superuser
 SECURITY_DIR=$ROOT/tests/security
 
 # psql in DB of cluster C as ROLE, with pg_catalog alone on the path (the harness's own queries)

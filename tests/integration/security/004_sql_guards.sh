@@ -11,7 +11,9 @@
 #     and the library's SPI statements use (generated from the source and the catalog: tests/
 #     security/shadow_names.py, bound_names.sql, plant.sql), puts its own schema first in the
 #     database's search_path; a superuser installs, and a superuser and that role call every
-#     function and read every view: no shadow runs, the role stays an ordinary role. A control
+#     function and read every view, and fire every trigger and event trigger (publications and
+#     subscriptions by that role and by a superuser: tests/security/lib.bash,
+#     fire_hostile_triggers): no shadow runs, the role stays an ordinary role. A control
 #     view created the way 0.4.0's pg_idgen_metrics was (a bare / on (float8, integer)) proves that
 #     the shadows and the audit catch such a hole;
 #  3. a fuzz layer: every function of the extension, enumerated from pg_proc (gen_calls.sql, mode
