@@ -11,6 +11,9 @@
 #     unwinding); each time, once the registry answers, another role's raise is served at once —
 #     not refused with 55000 "no free request slot" because every slot still holds an abandoned
 #     request (which app could repeat to keep every registry space of the instance from raising).
+# 1b. A role without USAGE on a registry space that is not in use yet gets 42501 before anything is
+#     claimed or asked of the registry (it neither waits for a blocked registry nor takes an
+#     entry of the node's shared table of spaces).
 #  2. The registry's marks tables cannot be filled by a node role: it owns the marks of at most
 #     twice as many system identifiers as it has worker ids (53400 beyond: reading or writing the
 #     marks of another one), and writes marks of at most 1024 (database, space) pairs per system
@@ -58,7 +61,8 @@ rq "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" "CREATE ROLE 
 cluster_start "$P" 29186 -c max_connections=150 -c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=1 \
     -c pg_idgen.lease_ttl=40 -c pg_idgen.lease_margin=1 -c pg_idgen.node_name=n1 -c "pg_idgen.registry=$REG"
 q "$P" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" "CREATE ROLE app LOGIN" \
-    "SELECT keyed_create('reg', 1, 100, registry => true)" "SELECT keyed_grant('reg', 'app')" >/dev/null
+    "SELECT keyed_create('reg', 1, 100, registry => true)" "SELECT keyed_grant('reg', 'app')" \
+    "SELECT keyed_create('reg2', 1, 100, registry => true)" "CREATE ROLE nousage LOGIN" >/dev/null
 check "the space answers (its marks read and raised through the registry)" "$(q "$P" "SELECT keyed_next('reg', 1)")" -ge 1
 
 # ---- 1. the request slots come back ----
@@ -90,6 +94,16 @@ wait_then pg_terminate_backend
 r=$(served || true)
 check "1: after 80 sessions terminated while waiting, another role's raise is served" "$r" == t
 [ "$r" = t ] || log "    got: $r"
+
+# ---- 1b. a role without USAGE asks nothing of the registry ----
+block_registry || true
+check "1b: a role without USAGE on an unused registry space, registry blocked: 42501 at once (no request, no wait for the registry)" \
+    "$(sqlstate "$P" nousage "SELECT keyed_next('reg2', 1)")" == 42501
+unblock_registry
+check "1b: registry answering: 42501" "$(sqlstate "$P" nousage "SELECT keyed_next('reg2', 1)")" == 42501
+check "1b: and the space took no entry of the shared table on its behalf (keyed_status.bound is NULL)" \
+    "$(q "$P" "SELECT bound IS NULL FROM keyed_status WHERE space = 'reg2'")" == t
+check "1b: a role without USAGE on keyed_last: 42501" "$(sqlstate "$P" nousage "SELECT keyed_last('reg2', 1)")" == 42501
 
 # ---- 2. the registry's tables ----
 check "2: node_a already owns the marks of P's system identifier (its lease worker wrote them)" \
