@@ -103,7 +103,7 @@ hostile_state() {
 # fire_hostile_triggers C DB OWNER DESC: gen_calls.sql cannot call trigger and event trigger
 # functions; this fires every one the extension has, with the database's search_path (OWNER's
 # schema first): OWNER (an ordinary role; on 16+ granted pg_create_subscription) creates, alters
-# and drops a publication of its own table and a subscription (the SECURITY DEFINER event trigger
+# and drops a publication of a table it creates and a subscription (the SECURITY DEFINER event trigger
 # runs as the extension's owner on DDL of ANY role); a superuser creates publications FOR ALL
 # TABLES (with publish truncate) and TABLES IN SCHEMA public (they cover pg_idgen's tables: the
 # warnings), one naming a table of pg_idgen (refused), an origin = none subscription (the
@@ -125,11 +125,12 @@ fire_hostile_triggers() {
     base=$(et_calls) want=$((base + 5 + 3 * v16))
     out=$( {
         "$CLUSTER" psql "$c" -U "$owner" -d "$db" -At -v ON_ERROR_STOP=0 2>&1 <<SQL
-CREATE PUBLICATION hostile_pub_own FOR TABLE public.hostile_tbl;
+CREATE TABLE public.hostile_pub_tbl (id bigint PRIMARY KEY);
+CREATE PUBLICATION hostile_pub_own FOR TABLE public.hostile_pub_tbl;
 ALTER PUBLICATION hostile_pub_own SET (publish = 'insert, update');
 ALTER PUBLICATION hostile_pub_own RENAME TO hostile_pub_own2;
-ALTER PUBLICATION hostile_pub_own2 DROP TABLE public.hostile_tbl;
-ALTER PUBLICATION hostile_pub_own2 ADD TABLE public.hostile_tbl;
+ALTER PUBLICATION hostile_pub_own2 DROP TABLE public.hostile_pub_tbl;
+ALTER PUBLICATION hostile_pub_own2 ADD TABLE public.hostile_pub_tbl;
 SQL
         [ "$v16" = 0 ] || "$CLUSTER" psql "$c" -U "$owner" -d "$db" -At -v ON_ERROR_STOP=0 2>&1 <<SQL
 CREATE SUBSCRIPTION hostile_sub_own CONNECTION 'host=127.0.0.1 port=1 dbname=none user=none password=none' PUBLICATION hostile_pub_own2 WITH (connect = false, origin = none);
@@ -152,6 +153,7 @@ DROP SUBSCRIPTION hostile_sub_su;
 SQL
         "$CLUSTER" psql "$c" -U postgres -d "$db" -At -v ON_ERROR_STOP=0 2>&1 <<SQL
 DROP PUBLICATION hostile_pub_all, hostile_pub_schema, hostile_pub_own2;
+DROP TABLE public.hostile_pub_tbl;
 SQL
     } )
     sec_q "$c" "$db" postgres "ALTER DATABASE $db RESET track_functions" "SELECT $ext.keyed_drop('hostile_aa')" >/dev/null
