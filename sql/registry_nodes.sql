@@ -378,24 +378,22 @@ BEGIN
                     USING ERRCODE = '42501',
                           HINT = 'A superuser of the registry maps a node''s role to its worker ids: INSERT INTO pg_idgen_registry_nodes (role_name, first_worker, last_worker) VALUES (...).';
             END IF;
-            -- New owners one at a time, so that the count below is exact.
-            LOCK TABLE @extschema@.pg_idgen_keyed_mark_owners IN SHARE ROW EXCLUSIVE MODE;
+            -- No lock that another role could hold to stall this call (the lease worker's
+            -- connection, which its renewals share): concurrent sessions of one role may each
+            -- take one system identifier past the bound, once.
+            IF (SELECT pg_catalog.count(*) FROM @extschema@.pg_idgen_keyed_mark_owners o
+                 WHERE o.role_name OPERATOR(pg_catalog.=) session_user)::pg_catalog.numeric
+               OPERATOR(pg_catalog.>=) (worker_ids OPERATOR(pg_catalog.*) 2) THEN
+                RAISE EXCEPTION 'role "%" may not take the keyed marks of another system identifier', session_user
+                    USING ERRCODE = '53400',
+                          DETAIL = pg_catalog.format('It owns the marks of %s system identifiers, twice its %s worker ids.',
+                                                     worker_ids OPERATOR(pg_catalog.*) 2, worker_ids),
+                          HINT = 'A superuser of the registry deletes the rows of a retired node: DELETE FROM pg_idgen_keyed_marks WHERE system_identifier = ...; DELETE FROM pg_idgen_keyed_mark_owners WHERE system_identifier = ...;';
+            END IF;
+            INSERT INTO @extschema@.pg_idgen_keyed_mark_owners AS o (system_identifier, role_name)
+            VALUES (sysid, session_user) ON CONFLICT (system_identifier) DO NOTHING;
             SELECT o.role_name INTO owner FROM @extschema@.pg_idgen_keyed_mark_owners o
              WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid;
-            IF NOT FOUND THEN
-                IF (SELECT pg_catalog.count(*) FROM @extschema@.pg_idgen_keyed_mark_owners o
-                     WHERE o.role_name OPERATOR(pg_catalog.=) session_user)::pg_catalog.numeric
-                   OPERATOR(pg_catalog.>=) (worker_ids OPERATOR(pg_catalog.*) 2) THEN
-                    RAISE EXCEPTION 'role "%" may not take the keyed marks of another system identifier', session_user
-                        USING ERRCODE = '53400',
-                              DETAIL = pg_catalog.format('It owns the marks of %s system identifiers, twice its %s worker ids.',
-                                                         worker_ids OPERATOR(pg_catalog.*) 2, worker_ids),
-                              HINT = 'A superuser of the registry deletes the rows of a retired node: DELETE FROM pg_idgen_keyed_marks WHERE system_identifier = ...; DELETE FROM pg_idgen_keyed_mark_owners WHERE system_identifier = ...;';
-                END IF;
-                INSERT INTO @extschema@.pg_idgen_keyed_mark_owners AS o (system_identifier, role_name)
-                VALUES (sysid, session_user);
-                owner := session_user;
-            END IF;
         END IF;
         IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) owner
                           AND pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')) THEN
