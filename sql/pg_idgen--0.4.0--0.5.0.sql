@@ -651,28 +651,44 @@ COMMENT ON TABLE pg_idgen_keyed_mark_owners IS 'registry: the role whose members
 -- login role owns the marks of system identifier $1 (pg_idgen_keyed_mark_owners; the first
 -- registry node role to write marks of it, keyed or segment, takes them) or is a superuser. $2
 -- names the marks in the message.
-CREATE FUNCTION pg_idgen_marks_owner_check(sysid numeric, what text) RETURNS void
+CREATE FUNCTION pg_idgen_marks_owner_check(sysid numeric, what text) RETURNS boolean
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
 DECLARE
     owner name;
+    worker_ids numeric;
 BEGIN
     IF $1 IS NULL OR $2 IS NULL THEN
         RAISE EXCEPTION 'pg_idgen_marks_owner_check: no argument may be NULL' USING ERRCODE = '22004';
     END IF;
     IF EXISTS (SELECT FROM pg_catalog.pg_roles r
                 WHERE r.rolname OPERATOR(pg_catalog.=) session_user AND r.rolsuper) THEN
-        RETURN;
+        RETURN true;
     END IF;
     SELECT o.role_name INTO owner FROM @extschema@.pg_idgen_keyed_mark_owners o
      WHERE o.system_identifier OPERATOR(pg_catalog.=) $1;
     IF NOT FOUND THEN
-        IF NOT EXISTS (SELECT FROM @extschema@.pg_idgen_registry_nodes n
-                         JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) n.role_name
-                        WHERE pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')) THEN
+        SELECT pg_catalog.sum((n.last_worker::pg_catalog.int8 OPERATOR(pg_catalog.-) n.first_worker)
+                              OPERATOR(pg_catalog.+) 1) INTO worker_ids
+          FROM @extschema@.pg_idgen_registry_nodes n
+          JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) n.role_name
+         WHERE pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER');
+        IF worker_ids IS NULL THEN
             RAISE EXCEPTION 'role "%" is not a node role of this registry', session_user
                 USING ERRCODE = '42501',
                       HINT = 'A superuser of the registry maps a node''s role to its worker ids: INSERT INTO pg_idgen_registry_nodes (role_name, first_worker, last_worker) VALUES (...).';
+        END IF;
+        -- No lock that another role could hold to stall this call (the lease worker's
+        -- connection, which its renewals share): concurrent sessions of one role may each
+        -- take one system identifier past the bound, once.
+        IF (SELECT pg_catalog.count(*) FROM @extschema@.pg_idgen_keyed_mark_owners o
+             WHERE o.role_name OPERATOR(pg_catalog.=) session_user)::pg_catalog.numeric
+           OPERATOR(pg_catalog.>=) (worker_ids OPERATOR(pg_catalog.*) 2) THEN
+            RAISE EXCEPTION 'role "%" may not take the % of another system identifier', session_user, $2
+                USING ERRCODE = '53400',
+                      DETAIL = pg_catalog.format('It owns the marks of %s system identifiers, twice its %s worker ids.',
+                                                 worker_ids OPERATOR(pg_catalog.*) 2, worker_ids),
+                      HINT = 'A superuser of the registry deletes the rows of a retired node: DELETE FROM pg_idgen_keyed_marks WHERE system_identifier = ...; DELETE FROM pg_idgen_segment_marks WHERE system_identifier = ...; DELETE FROM pg_idgen_keyed_mark_owners WHERE system_identifier = ...;';
         END IF;
         INSERT INTO @extschema@.pg_idgen_keyed_mark_owners AS o (system_identifier, role_name)
         VALUES ($1, session_user) ON CONFLICT (system_identifier) DO NOTHING;
@@ -686,10 +702,11 @@ BEGIN
                   DETAIL = pg_catalog.format('They belong to role "%s", the first to write them.', owner),
                   HINT = 'A node writes the marks of its own system identifier only; a superuser of the registry hands them to another role by deleting their row of pg_idgen_keyed_mark_owners.';
     END IF;
+    RETURN false;
 END
 $fn$;
 REVOKE ALL ON FUNCTION pg_idgen_marks_owner_check(numeric, text) FROM PUBLIC;
-COMMENT ON FUNCTION pg_idgen_marks_owner_check(numeric, text) IS 'internal: refuses (42501) a role that does not own the registry marks of a system identifier';
+COMMENT ON FUNCTION pg_idgen_marks_owner_check(numeric, text) IS 'internal: refuses (42501) a role that does not own the registry marks of a system identifier, and a node role that would own those of more than twice as many system identifiers as its worker ids (53400); true for a superuser';
 
 -- Raises the marks of (system_identifier, database, space) to at least bounds[i] for bucket
 -- buckets[i] (never lowers one; empty arrays: a read), and returns every mark of the space. The
@@ -701,6 +718,7 @@ CREATE OR REPLACE FUNCTION pg_idgen_keyed_marks(system_identifier text, database
 #variable_conflict use_column
 DECLARE
     sysid numeric(20, 0);
+    su bool;
 BEGIN
     IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL OR $4 IS NULL OR $5 IS NULL THEN
         RAISE EXCEPTION 'pg_idgen_keyed_marks: no argument may be NULL' USING ERRCODE = '22004';
@@ -708,8 +726,28 @@ BEGIN
     IF pg_catalog.cardinality($4) OPERATOR(pg_catalog.<>) pg_catalog.cardinality($5) THEN
         RAISE EXCEPTION 'pg_idgen_keyed_marks: buckets and bounds must have the same length' USING ERRCODE = '22023';
     END IF;
+    IF EXISTS (SELECT FROM pg_catalog.unnest($4) AS b(k)
+                WHERE b.k OPERATOR(pg_catalog.<) 0 OR b.k OPERATOR(pg_catalog.>) 1023) THEN
+        RAISE EXCEPTION 'pg_idgen_keyed_marks: a bucket is between 0 and 1023' USING ERRCODE = '22023';
+    END IF;
     sysid := $1::pg_catalog.numeric;
-    PERFORM @extschema@.pg_idgen_marks_owner_check(sysid, 'keyed marks');
+    su := @extschema@.pg_idgen_marks_owner_check(sysid, 'keyed marks');
+    IF NOT su AND pg_catalog.cardinality($4) OPERATOR(pg_catalog.>) 0
+       AND NOT EXISTS (SELECT FROM @extschema@.pg_idgen_keyed_marks m
+                        WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid
+                          AND m.database OPERATOR(pg_catalog.=) $2 AND m.space OPERATOR(pg_catalog.=) $3) THEN
+        -- A new (database, space) of this node: one at a time (the owner row's lock).
+        PERFORM FROM @extschema@.pg_idgen_keyed_mark_owners o
+          WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid FOR UPDATE;
+        IF (SELECT pg_catalog.count(*) FROM (SELECT DISTINCT m.database, m.space
+                                               FROM @extschema@.pg_idgen_keyed_marks m
+                                              WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid) x)
+           OPERATOR(pg_catalog.>=) 1024 THEN
+            RAISE EXCEPTION 'the keyed marks of system identifier % already name 1024 (database, space) pairs', sysid
+                USING ERRCODE = '53400',
+                      HINT = 'A superuser of the registry deletes the marks of spaces dropped for good: DELETE FROM pg_idgen_keyed_marks WHERE system_identifier = ... AND database = ... AND space = ...;';
+        END IF;
+    END IF;
     INSERT INTO @extschema@.pg_idgen_keyed_marks AS m (system_identifier, database, space, bucket, bound)
     SELECT sysid, $2, $3, b.k, pg_catalog.max(b.v)
       FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS b(k, v)
@@ -751,6 +789,7 @@ CREATE FUNCTION pg_idgen_segment_marks(system_identifier text, database oid, tag
 #variable_conflict use_column
 DECLARE
     sysid numeric(20, 0);
+    su bool;
 BEGIN
     IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL OR $4 IS NULL OR $5 IS NULL THEN
         RAISE EXCEPTION 'pg_idgen_segment_marks: no argument may be NULL' USING ERRCODE = '22004';
@@ -758,8 +797,28 @@ BEGIN
     IF pg_catalog.cardinality($4) OPERATOR(pg_catalog.<>) pg_catalog.cardinality($5) THEN
         RAISE EXCEPTION 'pg_idgen_segment_marks: slots and bounds must have the same length' USING ERRCODE = '22023';
     END IF;
+    IF EXISTS (SELECT FROM pg_catalog.unnest($4) AS b(k)
+                WHERE b.k OPERATOR(pg_catalog.<) 0 OR b.k OPERATOR(pg_catalog.>) 1023) THEN
+        RAISE EXCEPTION 'pg_idgen_segment_marks: a slot is between 0 and 1023' USING ERRCODE = '22023';
+    END IF;
     sysid := $1::pg_catalog.numeric;
-    PERFORM @extschema@.pg_idgen_marks_owner_check(sysid, 'segment marks');
+    su := @extschema@.pg_idgen_marks_owner_check(sysid, 'segment marks');
+    IF NOT su AND pg_catalog.cardinality($4) OPERATOR(pg_catalog.>) 0
+       AND NOT EXISTS (SELECT FROM @extschema@.pg_idgen_segment_marks m
+                        WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid
+                          AND m.database OPERATOR(pg_catalog.=) $2 AND m.tag OPERATOR(pg_catalog.=) $3) THEN
+        -- A new (database, tag) of this node: one at a time (the owner row's lock).
+        PERFORM FROM @extschema@.pg_idgen_keyed_mark_owners o
+          WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid FOR UPDATE;
+        IF (SELECT pg_catalog.count(*) FROM (SELECT DISTINCT m.database, m.tag
+                                               FROM @extschema@.pg_idgen_segment_marks m
+                                              WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid) x)
+           OPERATOR(pg_catalog.>=) 1024 THEN
+            RAISE EXCEPTION 'the segment marks of system identifier % already name 1024 (database, tag) pairs', sysid
+                USING ERRCODE = '53400',
+                      HINT = 'A superuser of the registry deletes the marks of tags dropped for good: DELETE FROM pg_idgen_segment_marks WHERE system_identifier = ... AND database = ... AND tag = ...;';
+        END IF;
+    END IF;
     INSERT INTO @extschema@.pg_idgen_segment_marks AS m (system_identifier, database, tag, slot, bound)
     SELECT sysid, $2, $3, b.k, pg_catalog.max(b.v)
       FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS b(k, v)

@@ -28,9 +28,14 @@
 //!   palloc, no ERROR, no other LWLock.
 //! * A slot is FREE, PENDING (filled by a backend), WORKING (taken by the worker), DONE or FAILED
 //!   (answered). Each request has a unique `id`: a backend reads back only its own answer. A
-//!   backend that stopped waiting (timeout, cancel, ERROR) leaves its slot behind; an answered
-//!   slot older than `ABANDON_MS`, and a PENDING one as old (no worker took it), is free to reuse.
-//!   The worker marks every WORKING slot FAILED when it starts (its predecessor died mid-call).
+//!   backend that stops waiting — its answer read, its wait timed out, an ERROR (cancel,
+//!   statement_timeout) or a FATAL (pg_terminate_backend) — gives its slot back at once
+//!   (`abandon`, from a drop guard and from a `before_shmem_exit` callback): FREE, or, if the
+//!   worker holds it (WORKING), `abandoned` so that the worker's `complete` frees it. Otherwise a
+//!   role allowed to use one registry space could keep every slot of the instance taken by
+//!   cancelling its own calls. An answered or PENDING slot older than `ABANDON_MS` is reusable too
+//!   (a backend that died without running its exit callbacks). The worker marks every WORKING
+//!   slot FAILED (FREE if abandoned) when it starts (its predecessor died mid-call).
 //! * `latch` (the worker's, set by the worker at start) and `cv` are read without the lock.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -79,6 +84,8 @@ struct Req {
     /// In: per bucket, the bound to raise its mark to (0: none; a read has none). Out: the marks
     /// of the space after the call (0 where none).
     bounds: [i64; BUCKETS],
+    /// Its backend stopped waiting while the worker held it: `complete` frees it.
+    abandoned: bool,
     err_len: usize,
     err: [u8; ERR_LEN],
 }
@@ -165,6 +172,10 @@ pub(crate) fn call_kind(kind: MarkKind, space: &str, raise: &[(usize, i64)]) -> 
     let mut mine: Option<(usize, u64)> = None;
     let mut out = Vec::new();
     let mut failure: Option<String> = None;
+    // Gives the slot back however this call ends (dropped after the loop, or while an ERROR
+    // unwinds); a FATAL exit runs `abandon_at_exit` instead.
+    let mut given_back: Option<GiveBack> = None;
+    ensure_exit_callback();
     // SAFETY: prepares this backend to sleep on `cv` (cancelled below on every normal path; an
     // ERROR cancels it in abort processing).
     unsafe { pg_sys::ConditionVariablePrepareToSleep(cv) };
@@ -195,7 +206,9 @@ pub(crate) fn call_kind(kind: MarkKind, space: &str, raise: &[(usize, i64)]) -> 
                             }
                         }
                         r.err_len = 0;
+                        r.abandoned = false;
                         mine = Some((i, r.id));
+                        given_back = Some(GiveBack::new(i, r.id));
                     }
                 }
                 Some((i, id)) => {
@@ -233,9 +246,85 @@ pub(crate) fn call_kind(kind: MarkKind, space: &str, raise: &[(usize, i64)]) -> 
     }
     // SAFETY: ends the sleep prepared above.
     unsafe { pg_sys::ConditionVariableCancelSleep() };
+    drop(given_back);
     match failure {
         Some(e) => Err(e),
         None => Ok(out),
+    }
+}
+
+/// This backend's request in flight (slot, id), for the exit callback.
+static mut IN_FLIGHT: Option<(usize, u64)> = None;
+static mut EXIT_CALLBACK: bool = false;
+
+/// The slot of this backend's request, given back when dropped (`abandon`).
+struct GiveBack(usize, u64);
+
+/// Registers `abandon_at_exit` once per process (before a slot is taken: not under the lock).
+fn ensure_exit_callback() {
+    // SAFETY: backend-local static (one thread); before_shmem_exit keeps the callback until exit.
+    unsafe {
+        if !EXIT_CALLBACK {
+            pg_sys::before_shmem_exit(Some(abandon_at_exit), pg_sys::Datum::from(0));
+            EXIT_CALLBACK = true;
+        }
+    }
+}
+
+impl GiveBack {
+    fn new(slot: usize, id: u64) -> GiveBack {
+        // SAFETY: backend-local static (one thread).
+        unsafe { IN_FLIGHT = Some((slot, id)) };
+        GiveBack(slot, id)
+    }
+}
+
+impl Drop for GiveBack {
+    fn drop(&mut self) {
+        // SAFETY: backend-local static.
+        unsafe { IN_FLIGHT = None };
+        abandon(self.0, self.1);
+    }
+}
+
+/// A FATAL (pg_terminate_backend) while waiting: the process exits without unwinding.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn abandon_at_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+    // SAFETY: backend-local static, read and cleared by value.
+    let mine = unsafe {
+        let m = IN_FLIGHT;
+        IN_FLIGHT = None;
+        m
+    };
+    if let Some((slot, id)) = mine {
+        abandon(slot, id);
+    }
+}
+
+/// Gives back slot `slot` if it still holds request `id`: FREE, or `abandoned` while the worker
+/// holds it. Also runs while an ERROR unwinds: raw LWLock calls, nothing that can fail.
+fn abandon(slot: usize, id: u64) {
+    let Some(h) = header() else { return };
+    // SAFETY: the lock lives in shared memory for the server's life; it is never held while this
+    // backend can ERROR (see the protocol), so it is not held here, but check rather than
+    // self-deadlock. The slot is written under it.
+    unsafe {
+        let lock = (*h).lock;
+        let held = pg_sys::LWLockHeldByMe(lock);
+        if !held {
+            pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        }
+        let r = &mut (*h).reqs[slot];
+        if r.id == id {
+            match r.state {
+                FREE => {}
+                WORKING => r.abandoned = true,
+                _ => r.state = FREE,
+            }
+        }
+        if !held {
+            pg_sys::LWLockRelease(lock);
+        }
     }
 }
 
@@ -263,7 +352,7 @@ pub fn set_worker_latch(latch: *mut pg_sys::Latch) {
         let hp = unsafe { &mut *h };
         for r in hp.reqs.iter_mut().filter(|r| r.state == WORKING) {
             set_err(r, "the lease worker restarted while it sent the request");
-            r.state = FAILED;
+            r.state = if r.abandoned { FREE } else { FAILED };
             r.at_ms = now;
         }
     }
@@ -333,6 +422,12 @@ pub fn complete(slot: usize, id: u64, result: Result<&[i64], &str>) {
     // SAFETY: slots are written under the lock, held exclusively.
     let r = unsafe { &mut (*h).reqs[slot] };
     if r.id != id || r.state != WORKING {
+        return;
+    }
+    if r.abandoned {
+        // nobody waits for this answer any more
+        r.state = FREE;
+        r.at_ms = now;
         return;
     }
     match result {

@@ -249,6 +249,10 @@ fn resolve_slow(name: &str) -> Resolved {
             read_config(name)
         };
         let Some(cfg) = cfg else { unknown_space(name) };
+        // USAGE before anything is claimed or asked of the registry on this role's behalf: a role
+        // without it takes no entry of the shared table, and no request slot nor registry round
+        // trip of a registry space (keyed_next and keyed_last check it again, on the fast path).
+        check_usage(name, cfg.seqoid);
         // Mostly the entry is there already (claimed by another backend, or by this one before an
         // invalidation cleared its cache): no floor is needed, and no lock beyond the spaces lock.
         let found = {

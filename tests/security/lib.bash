@@ -17,8 +17,9 @@
 #                                      install script, in an update test)
 #   check_hostile_calls C DB OWNER DESC  a superuser, then OWNER, call every function and read
 #                                      every view of the extension (gen_calls.sql, mode sample)
-#                                      with the database's search_path; no shadow ran, OWNER is
-#                                      no superuser
+#                                      with the database's search_path, and fire every trigger
+#                                      and event trigger (fire_hostile_triggers); no shadow ran,
+#                                      OWNER is no superuser
 SECURITY_DIR=$ROOT/tests/security
 
 # psql in DB of cluster C as ROLE, with pg_catalog alone on the path (the harness's own queries)
@@ -99,6 +100,78 @@ hostile_state() {
         "INSERT INTO public.hostile_tbl (v) SELECT g FROM generate_series(1, 10) g" >/dev/null
 }
 
+# fire_hostile_triggers C DB OWNER DESC: gen_calls.sql cannot call trigger and event trigger
+# functions; this fires every one the extension has, with the database's search_path (OWNER's
+# schema first): OWNER (an ordinary role; on 16+ granted pg_create_subscription) creates, alters
+# and drops a publication of a table it creates and a subscription (the SECURITY DEFINER event trigger
+# runs as the extension's owner on DDL of ANY role); a superuser creates publications FOR ALL
+# TABLES (with publish truncate) and TABLES IN SCHEMA public (they cover pg_idgen's tables: the
+# warnings), one naming a table of pg_idgen (refused), an origin = none subscription (the
+# active-active check, on 16+), and TRUNCATEs a table of pg_idgen (refused while published). The
+# caller then counts the shadow calls. Each path must have run: the texts it raises are checked.
+fire_hostile_triggers() {
+    local c=$1 db=$2 owner=$3 desc=$4 v16 out tbl
+    v16=$([ "$(sec_q "$c" "$db" postgres "SELECT current_setting('server_version_num')::int >= 160000")" = t ] && echo 1 || echo 0)
+    tbl=$(sec_q "$c" "$db" postgres "SELECT c.oid::regclass FROM pg_class c JOIN pg_depend d ON d.objid = c.oid AND d.classid = 'pg_class'::regclass AND d.deptype = 'e' JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_idgen' WHERE c.relkind = 'r' AND c.relname = 'pg_idgen_keyed_marks'")
+    [ "$v16" = 0 ] || sec_q "$c" "$db" postgres "GRANT pg_create_subscription TO $owner" >/dev/null
+    # a generator the active-active check names (the calls drop the ones hostile_state made)
+    local ext; ext=$(sec_q "$c" "$db" postgres "SELECT extnamespace::regnamespace FROM pg_extension WHERE extname = 'pg_idgen'")
+    sec_q "$c" "$db" postgres "SET client_min_messages = warning" "SELECT $ext.keyed_create('hostile_aa')" >/dev/null
+    # how often the event trigger function ran: its calls in pg_stat_user_functions (flushed when
+    # each session below exits)
+    sec_q "$c" "$db" postgres "ALTER DATABASE $db SET track_functions = 'pl'" >/dev/null
+    et_calls() { sec_q "$c" "$db" postgres "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = 'pg_idgen_replication_check'"; }
+    local base want i
+    base=$(et_calls) want=$((base + 5 + 3 * v16))
+    out=$( {
+        "$CLUSTER" psql "$c" -U "$owner" -d "$db" -At -v ON_ERROR_STOP=0 2>&1 <<SQL
+CREATE TABLE public.hostile_pub_tbl (id bigint PRIMARY KEY);
+CREATE PUBLICATION hostile_pub_own FOR TABLE public.hostile_pub_tbl;
+ALTER PUBLICATION hostile_pub_own SET (publish = 'insert, update');
+ALTER PUBLICATION hostile_pub_own RENAME TO hostile_pub_own2;
+ALTER PUBLICATION hostile_pub_own2 DROP TABLE public.hostile_pub_tbl;
+ALTER PUBLICATION hostile_pub_own2 ADD TABLE public.hostile_pub_tbl;
+SQL
+        [ "$v16" = 0 ] || "$CLUSTER" psql "$c" -U "$owner" -d "$db" -At -v ON_ERROR_STOP=0 2>&1 <<SQL
+CREATE SUBSCRIPTION hostile_sub_own CONNECTION 'host=127.0.0.1 port=1 dbname=none user=none password=none' PUBLICATION hostile_pub_own2 WITH (connect = false, origin = none);
+ALTER SUBSCRIPTION hostile_sub_own SET (origin = any);
+ALTER SUBSCRIPTION hostile_sub_own SET (slot_name = NONE);
+DROP SUBSCRIPTION hostile_sub_own;
+SQL
+        for i in $(seq 1 100); do [ "$(et_calls)" -ge "$want" ] && break; sleep 0.1; done
+        echo "OWNER_CALLS $(( $(et_calls) - base ))"
+        "$CLUSTER" psql "$c" -U postgres -d "$db" -At -v ON_ERROR_STOP=0 2>&1 <<SQL
+CREATE PUBLICATION hostile_pub_all FOR ALL TABLES;
+CREATE PUBLICATION hostile_pub_schema FOR TABLES IN SCHEMA public;
+CREATE PUBLICATION hostile_pub_named FOR TABLE $tbl;
+TRUNCATE $tbl;
+SQL
+        [ "$v16" = 0 ] || "$CLUSTER" psql "$c" -U postgres -d "$db" -At -v ON_ERROR_STOP=0 2>&1 <<SQL
+CREATE SUBSCRIPTION hostile_sub_su CONNECTION 'host=127.0.0.1 port=1 dbname=none' PUBLICATION hostile_pub_all WITH (connect = false, origin = none);
+ALTER SUBSCRIPTION hostile_sub_su SET (slot_name = NONE);
+DROP SUBSCRIPTION hostile_sub_su;
+SQL
+        "$CLUSTER" psql "$c" -U postgres -d "$db" -At -v ON_ERROR_STOP=0 2>&1 <<SQL
+DROP PUBLICATION hostile_pub_all, hostile_pub_schema, hostile_pub_own2;
+DROP TABLE public.hostile_pub_tbl;
+SQL
+    } )
+    sec_q "$c" "$db" postgres "ALTER DATABASE $db RESET track_functions" "SELECT $ext.keyed_drop('hostile_aa')" >/dev/null
+    check "$desc: $owner's $((5 + 3 * v16)) publication and subscription commands each ran the SECURITY DEFINER event trigger" \
+        "$(sed -n 's/^OWNER_CALLS //p' <<<"$out")" -eq $((5 + 3 * v16))
+    check_match "$desc: FOR ALL TABLES ran its warning" "$out" 'publication "hostile_pub_all" carries pg_idgen.s tables \(FOR ALL TABLES\)'
+    check_match "$desc: TABLES IN SCHEMA public ran its warning" "$out" 'publication "hostile_pub_schema" carries pg_idgen.s tables \(TABLES IN SCHEMA public\)'
+    check_match "$desc: a publication naming pg_idgen's table was refused by the event trigger" "$out" 'cannot add pg_idgen.s table "pg_idgen_keyed_marks" to publication "hostile_pub_named"'
+    check_match "$desc: the TRUNCATE guard ran and refused" "$out" 'cannot truncate pg_idgen.s table "pg_idgen_keyed_marks": publications "hostile_pub_all", "hostile_pub_schema" publish its TRUNCATE'
+    if [ "$v16" = 1 ]; then
+        check_match "$desc: $owner's CREATE/ALTER SUBSCRIPTION ran the event trigger (origin = any warning)" "$out" 'subscription "hostile_sub_own" has origin = any'
+        check_match "$desc: the active-active check ran (generators that collide)" "$out" 'replicates active-active .* keyed space "hostile_aa"'
+        sec_q "$c" "$db" postgres "REVOKE pg_create_subscription FROM $owner" >/dev/null
+    fi
+    check "$desc: none of the publications and subscriptions is left" \
+        "$(sec_q "$c" "$db" postgres "SELECT (SELECT count(*) FROM pg_publication) + (SELECT count(*) FROM pg_subscription s JOIN pg_database d ON d.oid = s.subdbid WHERE d.datname = current_database())")" -eq 0
+}
+
 check_hostile_calls() {
     local c=$1 db=$2 owner=$3 desc=$4 calls role n hits out rc errs
     calls=$TMP/hostile-calls-$db.sql
@@ -113,6 +186,7 @@ check_hostile_calls() {
         check "$desc: $role's session ran all $n calls ($errs failed)" "$rc" -eq 0
         [ "$role" != postgres ] || check "$desc: as a superuser, two thirds of the calls or more succeed (they reach the code)" "$errs" -lt $((n / 3))
     done
+    fire_hostile_triggers "$c" "$db" "$owner" "$desc"
     hits=$(sec_q "$c" "$db" postgres "SELECT count(*) FROM public.hostile_calls")
     check "$desc: $n calls and views as a superuser and as $owner with $owner's schema first: no planted function or operator ran" "$hits" -eq 0
     [ "$hits" = 0 ] || sec_q "$c" "$db" postgres "SELECT what || ' by ' || by_user || ': ' || count(*) FROM public.hostile_calls GROUP BY what, by_user ORDER BY 1 LIMIT 20" | sed 's/^/    /'

@@ -11,7 +11,9 @@
 #     and the library's SPI statements use (generated from the source and the catalog: tests/
 #     security/shadow_names.py, bound_names.sql, plant.sql), puts its own schema first in the
 #     database's search_path; a superuser installs, and a superuser and that role call every
-#     function and read every view: no shadow runs, the role stays an ordinary role. A control
+#     function and read every view, and fire every trigger and event trigger (publications and
+#     subscriptions by that role and by a superuser: tests/security/lib.bash,
+#     fire_hostile_triggers): no shadow runs, the role stays an ordinary role. A control
 #     view created the way 0.4.0's pg_idgen_metrics was (a bare / on (float8, integer)) proves that
 #     the shadows and the audit catch such a hole;
 #  3. a fuzz layer: every function of the extension, enumerated from pg_proc (gen_calls.sql, mode
@@ -73,6 +75,15 @@ for ctl in "${CONTROLS[@]}"; do
     check "control $i ($what): reading it as a superuser runs the planted code" \
         "$(sec_q "$C" hostile postgres "SELECT count(*) FROM public.hostile_calls")" -ge 1
 done
+# the control of the trigger step: an event trigger of the extension whose function lacks the
+# pinned search_path (a bare length() on varchar): the step fires it and its shadow runs
+sec_q "$C" hostile postgres "CREATE FUNCTION public.hostile_control_et() RETURNS event_trigger LANGUAGE plpgsql AS \$\$ BEGIN PERFORM length('x'::varchar); END \$\$" \
+    "CREATE EVENT TRIGGER hostile_control_et ON ddl_command_end WHEN TAG IN ('CREATE PUBLICATION') EXECUTE FUNCTION public.hostile_control_et()" \
+    "ALTER EXTENSION pg_idgen ADD FUNCTION public.hostile_control_et()" "ALTER EXTENSION pg_idgen ADD EVENT TRIGGER hostile_control_et" \
+    "TRUNCATE public.hostile_calls" >/dev/null
+fire_hostile_triggers "$C" hostile mallory "control (trigger step)" >/dev/null
+check "control (trigger step): firing the extension's triggers runs the planted code of an unpinned event trigger function" \
+    "$(sec_q "$C" hostile postgres "SELECT count(*) FROM public.hostile_calls")" -ge 1
 check "the controls made mallory a superuser (what the guards prevent)" "$(sec_q "$C" hostile postgres "SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'")" == t
 
 # ---------------------------------------------------------------- 3. the fuzz layer
