@@ -36,11 +36,15 @@
 #           snowflake_next(), segment_next(), gen_random_uuid() and, on PostgreSQL 18 and later,
 #           the built-in uuidv7(); ratios against identity and uuidv7().
 #           PostgreSQL 18 also gets uuidv7() in parts 1 and 2.
-#   Part 5  keyed sequences (bench/keyed.bash): keyed_next() against UPDATE ... RETURNING on a
-#           counters table and nextval(), per call in one backend and with pgbench -c 4 on 10
-#           hot keys and 1,000,000 random keys, default and synchronous_commit = off; the
-#           counters table's size against the keyed space's persisted state; and the jump
-#           after a restart, per key, of a Zipf load over 1,000,000 keys (percentiles).
+#   Part 5  keyed sequences (bench/keyed.bash): keyed_next() of a plain, a fleet-mode and a
+#           registry-mode space against UPDATE ... RETURNING on a counters table and nextval(),
+#           per call in one backend and with pgbench -c 4 on 10 hot keys and 1,000,000 random
+#           keys, default and synchronous_commit = off, next to a statement that calls nothing
+#           (the round-trip ceiling); bound raises and registry round trips; the counters table's
+#           size against the keyed spaces' persisted state; and the jump after a restart, per
+#           key, of a Zipf load over 1,000,000 keys (percentiles). Part 5 alone runs with a fixed
+#           worker id lease (pg_idgen.lease_mode = fixed) from a registry that is the bench
+#           cluster's own second database: a restart before it, and 5d's restart drops it.
 set -euo pipefail
 
 # ---------------------------------------------------------------------------
