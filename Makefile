@@ -35,7 +35,7 @@
 #                          (origin = none) under load with every generator, a node killed, one
 #                          stopped and caught up, one joining live and one leaving; no value twice,
 #                          no apply conflict, every row on every node (tests/multimaster/run.sh;
-#                          part of make test on 16 and 18)
+#                          part of make test on 16 and 18; MM_WORKER_IDS=lease: leased worker ids)
 #   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
 #   make test-monitoring [PG=NN]   prometheus/: promtool check + test of the alert rules, then a
 #                          real postgres_exporter (Debian's) scraping a cluster of that major

@@ -46,8 +46,9 @@
 #                clock behind promoted (make test-partition PG=NN)
 #   multimaster  tests/multimaster/run.sh, same install, on MULTIMASTER_MAJORS (16+): three writable
 #                nodes replicating to each other (origin = none) under load with every generator,
-#                kill -9, a stop and catch-up, a node joining live and one leaving
-#                (make test-multimaster PG=NN)
+#                kill -9, a stop and catch-up, a node joining live and one leaving; worker ids
+#                from pg_idgen.worker_id on 16-17, leased from a registry on 18+ (MM_WORKER_IDS
+#                overrides) (make test-multimaster PG=NN)
 #   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0, 0.4.0 (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
@@ -167,6 +168,8 @@ multimaster_counts() {   # checks and values recorded of tests/multimaster/run.s
     elif [[ $line =~ ([0-9]+)\ of\ ([0-9]+)\ checks\ failed ]]; then printf "%s/%s checks" "$((BASH_REMATCH[2] - BASH_REMATCH[1]))" "${BASH_REMATCH[2]}"
     else printf "? checks"; fi
     printf ", %s values recorded" "${v:-?}"
+    v=$(grep -Eo 'figures: worker ids: [a-z]+' "$1" | tail -1)
+    [ -z "$v" ] || printf ", worker ids %s" "${v##* }"
 }
 checks_count() {  # "N checks" of the lib.bash test scripts of one log (their sum)
     local n; n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | grep -Eo '[0-9]+' | awk '{ s += $1 } END { if (NR) print s }')
@@ -293,7 +296,9 @@ for m in "${MAJORS[@]}"; do
                 line+="partitions $(partition_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
             if [ $multimaster = 1 ]; then
-                run_layer "$m" multimaster env PG="$m" PG_CONFIG= tests/multimaster/run.sh
+                # worker ids from the setting on 16 and 17, leased from a registry on 18+
+                mm_ids=setting; [ "$m" -lt 18 ] || mm_ids=lease
+                run_layer "$m" multimaster env PG="$m" PG_CONFIG= MM_WORKER_IDS="${MM_WORKER_IDS:-$mm_ids}" tests/multimaster/run.sh
                 line+="active-active $(multimaster_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
         fi

@@ -20,6 +20,12 @@
 # the same check finds them.
 # Reported, not asserted: throughput per node next to the same clients on one node without
 # replication, the replication lag sampled under load, catch-up times.
+# Worker ids (MM_WORKER_IDS): setting (default) gives node i pg_idgen.worker_id = i; lease runs the
+# group with leased worker ids instead (multimaster.sh --lease: a registry instance beside the
+# group, every node pg_idgen.lease_mode = auto), and then also asserts: each node holds a lease,
+# no two nodes the same worker id, node 2 holds one again after its kill -9, node 4 one of its own
+# when it joins, and every snowflake id a node's clients received carries that node's leased
+# worker id (uid_decode). scripts/test-matrix.sh runs 16 with the setting, 18 with leases.
 # Env: MM_KEEP=DIR keeps the recorded values and the server logs.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,6 +39,8 @@ NETNS_NET=${NETNS_NET:-0}
 . "$ROOT/tests/partition/lib.bash"
 
 [ "$PG" -ge 16 ] || { log "SKIP: PostgreSQL $PG has no origin = none (active-active needs 16+)"; finish; }
+MM_WORKER_IDS=${MM_WORKER_IDS:-setting}
+case $MM_WORKER_IDS in setting|lease) ;; *) log "MM_WORKER_IDS must be setting or lease"; exit 2 ;; esac
 MM=mmt$$
 MMS=$ROOT/scripts/multimaster.sh
 BASE=$(itport 28970)
@@ -87,8 +95,26 @@ out=$(PG= PG_CONFIG=$TMP/pg_config15 "$MMS" start --name "${MM}x" 2>&1) && ko "m
 
 T0=$SECONDS
 KEYED_FLEET=0
-mm start --nodes 3 --base-port "$BASE" -- -c wal_retrieve_retry_interval=500ms >/dev/null \
+LEASE_OPT=()
+[ "$MM_WORKER_IDS" = setting ] || LEASE_OPT=(--lease --lease-ttl 6)
+mm start --nodes 3 --base-port "$BASE" ${LEASE_OPT[@]+"${LEASE_OPT[@]}"} -- -c wal_retrieve_retry_interval=500ms >/dev/null \
     || { ko "multimaster.sh start"; finish; }
+declare -A WID HELD WIDS   # node -> the worker id it holds now; every one it was seen holding; those in its ids
+# leased N: node N holds a lease (state held); its worker id into WID[N] and HELD[N]
+leased() {
+    local w; w=$(nq "$1" "SELECT worker_id FROM snowflake_lease() WHERE state = 'held'")
+    [ -n "$w" ] || return 1
+    WID[$1]=$w; HELD[$1]+=" $w"
+}
+# check_leases WHAT NODE...: each NODE holds a lease, no two of them (nor any node seen before)
+# the same worker id
+check_leases() {
+    local what=$1 n; shift
+    for n in "$@"; do wait_until 30 "$what: node $n holding a worker id lease" leased "$n" || return 0; done
+    local who="nodes $*"; [ $# -gt 1 ] || who="node $1"
+    check "$what: $who holding a lease, no two nodes the same worker id (${WID[*]})" \
+        "$(printf '%s\n' "${WID[@]}" | sort -u | wc -l)" -eq "${#WID[@]}"
+}
 RUN_FLEET=$("$CLUSTER" rundir)/$MM.fleet
 # the fourth node's initdb now, before the load (as a machine is prepared before it joins): join
 # then starts it, the rest of the procedure under load
@@ -108,6 +134,11 @@ for n in 1 2 3; do
     nq "$n" "$TABLE" >/dev/null
 done
 ok "three nodes, each subscribing to the two others with origin = none ($((SECONDS - T0)) s)"
+if [ "$MM_WORKER_IDS" = lease ]; then
+    check_leases "worker ids leased from the registry" 1 2 3
+else
+    for n in 1 2 3; do WID[$n]=$(nq "$n" "SHOW pg_idgen.worker_id"); HELD[$n]=${WID[$n]}; done
+fi
 
 # ---- the same clients on one node, nothing published yet (the reference figures)
 OUT=$TMP/single; mkdir -p "$OUT"; : > "$OUT/events"
@@ -136,6 +167,12 @@ n2=$(progress node2 1)
 sleep 1
 t=$SECONDS; mm start-node 2 || ko "restart of node 2 after kill -9"
 wait_until 30 "node 2's clients getting values again" got 2 $((n2 + 20)) && ok "node 2 killed (kill -9) and restarted: its clients write again ($((SECONDS - t)) s)"
+if [ "$MM_WORKER_IDS" = lease ]; then
+    W2=${WID[2]}; unset 'WID[2]'
+    check_leases "node 2 after its kill -9" 2
+    # (the same worker id again or another: both are right, the registry fences either way)
+    log "node 2 held worker id $W2 before its kill -9, ${WID[2]:-none} after"
+fi
 
 # node 3: stopped for 4 s while the others write, restarted, caught up
 mm stop-node 3 fast
@@ -151,6 +188,7 @@ NEW=$(mm join --from 1) || { ko "multimaster.sh join"; finish; }
 JOIN_S=$((SECONDS - t))
 check "the joining node is node 4" "$NEW" == node4
 objects 4 '{}'
+if [ "$MM_WORKER_IDS" = lease ]; then check_leases "node 4 joining" 4; else WID[4]=$(nq 4 "SHOW pg_idgen.worker_id"); HELD[4]=${WID[4]}; fi
 "$ROOT/scripts/fleet.sh" move-slots --name "$MM" pt_ins 3 4 >"$OUT/moves" || ko "move-slots to node 4"
 load_start 4 --inserters 2 --selectors 1 "${KEYED_OPT[@]}"
 wait_until 30 "values from node 4" got 4 20 || finish
@@ -182,10 +220,27 @@ if [ $KEYED_FLEET = 1 ]; then
     check "keyed values increasing per client and key" "$(get keyed_not_increasing)" -eq 0
 fi
 check "each client's snowflake ids increasing" "$(get client_ids_not_increasing)" -eq 0
+# every snowflake id node N's clients received carries a worker id node N held (uid_decode on
+# node 1): its setting, or a lease seen held by it (at the start, after its restart, at its join)
+# or the registry's row for it at the end
+wrong_wid=0
+for n in 1 2 3 4; do
+    held="${HELD[$n]:-}"
+    [ "$MM_WORKER_IDS" = setting ] || held+=" $("$ROOT/scripts/fleet.sh" psql --name "$MM" agg -X -At -c "SELECT worker_id FROM pg_idgen_leases WHERE node_name = 'node$n'" | tr '\n' ' ')"
+    held=$(tr ' ' '\n' <<<"$held" | grep . | sort -nu | paste -sd,)
+    w=$(cut -f3 "$OUT/values.node$n.tsv" | "$ROOT/scripts/fleet.sh" psql --name "$MM" 1 -X -At -q \
+        -c "CREATE TEMP TABLE pg_idgen_test_ids (id bigint)" -c "COPY pg_idgen_test_ids FROM STDIN" \
+        -c "SELECT string_agg(w::text, ',' ORDER BY w) FROM (SELECT DISTINCT (uid_decode(id)).worker_id AS w FROM pg_idgen_test_ids) x")
+    for x in ${w//,/ }; do
+        [[ ",$held," == *",$x,"* ]] || { wrong_wid=$((wrong_wid + 1)); log "node $n's clients received ids of worker id $x; the node held $held"; }
+    done
+    WIDS[$n]="$w"
+done
+check "every snowflake id a node's clients received carries a worker id that node held ($MM_WORKER_IDS; nodes 1-4: ${WIDS[1]}/${WIDS[2]}/${WIDS[3]}/${WIDS[4]})" "$wrong_wid" -eq 0
 check "no client saw a duplicate key (23505)" "$(get duplicate_key_errors)" -eq 0
 check "every acknowledged row on every remaining node (1, 3, 4)" "$(get acked_missing)" -eq 0
 check "the remaining nodes hold the same rows" "$(get finals_differ)" -eq 0
-conflicts=$(for c in $("$ROOT/scripts/fleet.sh" names --name "$MM"); do
+conflicts=$(for c in $("$ROOT/scripts/fleet.sh" names --name "$MM" | grep -v 'agg$'); do   # the nodes (not a registry)
     grep -E 'duplicate key|23505|conflict' "$("$CLUSTER" pgdata "$c")/log/postgresql.log" 2>/dev/null | sed "s#^#$c: #" || true
 done)
 check "no apply conflict in any node's log (duplicate key, 23505, conflict)" "$(grep -c . <<<"$conflicts" || true)" -eq 0
@@ -205,5 +260,6 @@ log "figures: $(sed -n 's/^values=//p' <<<"$RM") values recorded in the group ($
 log "figures: throughput under load node 1/2/3 $MESH_RATE values/s (each 2 inserters + 1 selector) vs the same clients on one node without replication $SINGLE_RATE values/s"
 log "figures: replication lag sampled under load: at most $LAG; node 3 stopped 4 s caught up in $CATCHUP3 s; node 4 joined in $JOIN_S s; final catch-up $FINAL_SYNC s; rows per remaining node $(sed -n 's/^final_rows=//p' <<<"$RM")"
 log "figures: control (plain keyed space on nodes 1 and 3): $(get keyed_twice) values handed out twice"
+log "figures: worker ids: $MM_WORKER_IDS (nodes 1-4 handed out ids of worker ids ${WIDS[1]}/${WIDS[2]}/${WIDS[3]}/${WIDS[4]})"
 log "all: $((SECONDS - T0)) s"
 finish
