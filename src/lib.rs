@@ -67,6 +67,7 @@ mod monitor;
 mod replication;
 mod segment;
 mod shmem;
+mod shmem_struct;
 mod snowflake;
 mod sql;
 mod state_file;

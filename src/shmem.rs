@@ -106,10 +106,7 @@ pub(crate) static mut SHARED: *mut Shared = std::ptr::null_mut();
 /// From the shared-memory request hook: space for the generator state and its lock.
 pub unsafe fn request_shmem() {
     // SAFETY: called from the request hook in the postmaster.
-    unsafe {
-        pg_sys::RequestAddinShmemSpace(std::mem::size_of::<Shared>());
-        pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
-    }
+    unsafe { crate::shmem_struct::request::<Shared>(TRANCHE_NAME) }
 }
 
 /// From the startup hook, with AddinShmemInitLock held: creates or attaches the generator
@@ -118,22 +115,19 @@ pub unsafe fn attach_shmem() -> bool {
     // SAFETY: zeroed memory is a valid `Shared` except for the free markers and the lock set here;
     // the structure is created once, under AddinShmemInitLock.
     unsafe {
-        let mut found = false;
-        let shared = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), std::mem::size_of::<Shared>(), &mut found)
-            .cast::<Shared>();
-        if !found {
-            std::ptr::write_bytes(shared.cast::<u8>(), 0, std::mem::size_of::<Shared>());
-            (*shared).lock = &raw mut (*pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr())).lock;
-            for slot in (*shared).slots.iter() {
-                slot.worker_id.store(-1, Ordering::Relaxed);
-            }
-            (*shared).replayed_max_drift_ms.store(-1, Ordering::Relaxed);
-            for f in (*shared).sender_lead.iter() {
-                f.store(i64::MIN, Ordering::Relaxed);
-            }
-        }
+        let (shared, created) =
+            crate::shmem_struct::attach::<Shared>(SHMEM_NAME, TRANCHE_NAME, |shared, lock| {
+                (*shared).lock = lock;
+                for slot in (*shared).slots.iter() {
+                    slot.worker_id.store(-1, Ordering::Relaxed);
+                }
+                (*shared).replayed_max_drift_ms.store(-1, Ordering::Relaxed);
+                for f in (*shared).sender_lead.iter() {
+                    f.store(i64::MIN, Ordering::Relaxed);
+                }
+            });
         SHARED = shared;
-        !found
+        created
     }
 }
 

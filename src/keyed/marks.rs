@@ -104,10 +104,7 @@ static mut SHARED: *mut Header = std::ptr::null_mut();
 /// From the shared-memory request hook (by `keyed::request_shmem`).
 pub(super) unsafe fn request_shmem() {
     // SAFETY: called from the request hook in the postmaster.
-    unsafe {
-        pg_sys::RequestAddinShmemSpace(std::mem::size_of::<Header>());
-        pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
-    }
+    unsafe { crate::shmem_struct::request::<Header>(TRANCHE_NAME) }
 }
 
 /// From the startup hook, with AddinShmemInitLock held (by `keyed::attach_shmem`).
@@ -115,14 +112,10 @@ pub(super) unsafe fn attach_shmem() {
     // SAFETY: zeroed memory is a valid `Header` (every slot FREE, of kind Keyed (0), no latch) except for the lock
     // and the condition variable set here; created once, under AddinShmemInitLock.
     unsafe {
-        let mut found = false;
-        let p = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), std::mem::size_of::<Header>(), &mut found)
-            .cast::<Header>();
-        if !found {
-            std::ptr::write_bytes(p.cast::<u8>(), 0, std::mem::size_of::<Header>());
-            (*p).lock = &raw mut (*pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr())).lock;
+        let (p, _) = crate::shmem_struct::attach::<Header>(SHMEM_NAME, TRANCHE_NAME, |p, lock| {
+            (*p).lock = lock;
             pg_sys::ConditionVariableInit(&raw mut (*p).cv);
-        }
+        });
         SHARED = p;
     }
 }

@@ -118,24 +118,17 @@ pub use pg_idgen_core::lease::{pack, unpack};
 /// From the shared-memory request hook.
 pub unsafe fn request_shmem() {
     // SAFETY: called from the request hook in the postmaster.
-    unsafe {
-        pg_sys::RequestAddinShmemSpace(std::mem::size_of::<LeaseShared>());
-        pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
-    }
+    unsafe { crate::shmem_struct::request::<LeaseShared>(TRANCHE_NAME) }
 }
 
 /// From the startup hook, with AddinShmemInitLock held: creates or attaches the lease state.
 pub unsafe fn attach_shmem() {
     // SAFETY: zeroed memory is a valid `LeaseShared` (no id, not valid, `Starting`) except for
-    // the lock set here; it is created once, under AddinShmemInitLock.
+    // the lock set here; called under AddinShmemInitLock (the caller's contract).
     unsafe {
-        let mut found = false;
-        let p = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), std::mem::size_of::<LeaseShared>(), &mut found)
-            .cast::<LeaseShared>();
-        if !found {
-            std::ptr::write_bytes(p.cast::<u8>(), 0, std::mem::size_of::<LeaseShared>());
-            (*p).lock = &raw mut (*pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr())).lock;
-        }
+        let (p, _) = crate::shmem_struct::attach::<LeaseShared>(SHMEM_NAME, TRANCHE_NAME, |p, lock| {
+            (*p).lock = lock;
+        });
         SHARED = p;
     }
 }

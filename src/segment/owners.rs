@@ -71,25 +71,19 @@ static mut SHARED: *mut Header = std::ptr::null_mut();
 /// From the shared-memory request hook.
 pub unsafe fn request_shmem() {
     // SAFETY: called from the request hook in the postmaster.
-    unsafe {
-        pg_sys::RequestAddinShmemSpace(std::mem::size_of::<Header>());
-        pg_sys::RequestNamedLWLockTranche(TRANCHE_NAME.as_ptr(), 1);
-    }
+    unsafe { crate::shmem_struct::request::<Header>(TRANCHE_NAME) }
 }
 
 /// From the startup hook, with AddinShmemInitLock held.
 pub unsafe fn attach_shmem() {
     // SAFETY: zeroed memory is a valid `Header` (no entry, not valid, no latch) except for the
-    // lock and the condition variable set here; it is created once, under AddinShmemInitLock.
+    // lock and the condition variable set here; called under AddinShmemInitLock (the caller's
+    // contract).
     unsafe {
-        let mut found = false;
-        let p = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), std::mem::size_of::<Header>(), &mut found)
-            .cast::<Header>();
-        if !found {
-            std::ptr::write_bytes(p.cast::<u8>(), 0, std::mem::size_of::<Header>());
-            (*p).lock = &raw mut (*pg_sys::GetNamedLWLockTranche(TRANCHE_NAME.as_ptr())).lock;
+        let (p, _) = crate::shmem_struct::attach::<Header>(SHMEM_NAME, TRANCHE_NAME, |p, lock| {
+            (*p).lock = lock;
             pg_sys::ConditionVariableInit(&raw mut (*p).cv);
-        }
+        });
         SHARED = p;
     }
 }
