@@ -41,11 +41,13 @@ is_t() { [ "$(q "$1" "$2" 2>/dev/null)" = t ]; }
 proc_state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null; }
 
 # ---- an asynchronous standby promoted at once, before it received the primary's last WAL ----
-# async_pair_start R P S PORT MARKS_FUNCTION
+# async_pair_start R P S PORT MARKS_FUNCTION [ON_R...]
 #   R: the registry on PORT (worker_id -1) with the node roles node_a (worker id 1) and node_b
 #   (worker id 2) set up as docs/worker-ids.md says, both granted EXECUTE on
 #   MARKS_FUNCTION(text, oid, text, int[], bigint[]), and plain_login, a login role without the
-#   grant. P: the primary on PORT + 1 with PAIR_OPTS: a fixed lease of worker id 1 (ttl 6 s),
+#   grant; then ON_R (a command, optional) runs, before P exists (what P finds in the registry at
+#   its start can change its figures: slots assigned before or after it claimed its lease).
+#   P: the primary on PORT + 1 with PAIR_OPTS: a fixed lease of worker id 1 (ttl 6 s),
 #   node name n1, connecting to R as node_a. S (PORT + 2) is started by
 #   async_pair_cut_and_promote, with PAIR_OPTS too (a restart of P or S passes them again).
 # async_pair_cut_and_promote STEP LOAD...
@@ -60,7 +62,7 @@ proc_state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null; }
 # The stopped sender is killed after P: stopped, it would not notice its postmaster's death.
 async_pair_start() {
     PAIR_R=$1 PAIR_P=$2 PAIR_S=$3 PAIR_PORT=$4
-    local fn=$5 role
+    local fn=$5 role; shift 5
     PAIR_OPTS=(-c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=1 -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1
                -c pg_idgen.node_name=n1
                -c "pg_idgen.registry=host=127.0.0.1 port=$(itport "$PAIR_PORT") user=node_a dbname=postgres connect_timeout=2")
@@ -72,6 +74,7 @@ async_pair_start() {
             GRANT EXECUTE ON FUNCTION $fn(text, oid, text, int[], bigint[]) TO ${role%:*};" >/dev/null
     done
     q "$PAIR_R" "CREATE ROLE plain_login LOGIN" >/dev/null
+    [ $# -eq 0 ] || "$@"
     cluster_start "$PAIR_P" $((PAIR_PORT + 1)) "${PAIR_OPTS[@]}"
 }
 async_pair_cut_and_promote() {

@@ -77,8 +77,8 @@ first_min() {
 }
 
 # ---- the registry and the primary ----
-async_pair_start "$R" "$P" "$S" 29200 pg_idgen_segment_marks
-check "0: the registry assigns the 4 slots of 'ro' to worker id 1" "$(rq "SELECT segment_registry_assign('ro', 4, ARRAY[1])")" -eq 4
+assign_ro() { check "0: the registry assigns the 4 slots of 'ro' to worker id 1" "$(rq "SELECT segment_registry_assign('ro', 4, ARRAY[1])")" -eq 4; }
+async_pair_start "$R" "$P" "$S" 29200 pg_idgen_segment_marks assign_ro
 
 # ---- 1. the tags ----
 q "$P" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
