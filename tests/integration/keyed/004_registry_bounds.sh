@@ -10,7 +10,8 @@
 #     in the registry (owned by node_a), none for 'loc'.
 #  2. S replays everything, then P's WAL sender is stopped (SIGSTOP); 12 rounds of the 2,000 keys
 #     of both spaces on P (4 clients at once, each on a quarter of the keys) (every (space, key, value) the client received kept); P is killed (-9);
-#     S did not receive P's last WAL (P's sender never sent it); S is promoted at once.
+#     S did not receive P's last WAL (P's sender never sent it); S is promoted at once
+#     (async_pair_start and async_pair_cut_and_promote of lease.bash).
 #  3. 12 rounds on S: 'reg': 0 (key, value) pairs handed out twice, every key above its largest
 #     old value; 'loc': pairs handed out twice (> 0: the test sees the hole the marks close).
 #  4. Registry stopped: a registry space hands out what its raised bounds allow, then 55000 ("did
@@ -28,16 +29,9 @@ set -euo pipefail
 R=it_kbreg
 P=it_kbp
 S=it_kbs
-PR=$(itport 29180)
 K=2000
 ROUNDS=12
-REG="host=127.0.0.1 port=$PR user=node_a dbname=postgres connect_timeout=2"
-OPTS=(-c pg_idgen.lease_mode=fixed -c pg_idgen.worker_id=1 -c pg_idgen.lease_ttl=6 -c pg_idgen.lease_margin=1
-      -c pg_idgen.node_name=n1 -c "pg_idgen.registry=$REG")
 rq() { q "$R" "$@"; }
-poll() { local n=$1 i; shift; for i in $(seq 1 "$n"); do "$@" && return 0; sleep 0.05; done; return 1; }
-is_t() { [ "$(q "$1" "$2" 2>/dev/null)" = t ]; }
-proc_state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null; }
 # as_err ROLE SQL: the SQLSTATE of SQL run on the registry as ROLE (empty if it succeeded)
 as_err() {
     "$CLUSTER" psql "$R" -U "$1" -At -v VERBOSITY=verbose -c '\set VERBOSITY verbose' -c "$2" 2>&1 \
@@ -63,18 +57,10 @@ rounds() {
     cat "$out".c?.err >&2
 }
 
-# ---- the registry ----
-cluster_start "$R" 29180 -c pg_idgen.worker_id=-1
-rq "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
-for role in node_a:1 node_b:2; do
-    rq "CREATE ROLE ${role%:*} LOGIN" >/dev/null
-    "$CLUSTER" psql "$R" -v ON_ERROR_STOP=1 -q <<<"$(registry_node_sql "${role%:*}" "${role#*:}" "${role#*:}");
-        GRANT EXECUTE ON FUNCTION pg_idgen_keyed_marks(text, oid, text, int[], bigint[]) TO ${role%:*};" >/dev/null
-done
-rq "CREATE ROLE plain_login LOGIN" >/dev/null
+# ---- the registry and the primary ----
+async_pair_start "$R" "$P" "$S" 29180 pg_idgen_keyed_marks
 
 # ---- 1. the spaces ----
-cluster_start "$P" 29181 "${OPTS[@]}"
 q "$P" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
     "SELECT keyed_create('reg', 5, 100, registry => true)" "SELECT keyed_create('loc', 5, 100)" >/dev/null
 check "1: keyed_status shows the mode" \
@@ -90,27 +76,11 @@ check "1: node_a owns the marks of P's system identifier" \
     "$(rq "SELECT role_name FROM pg_idgen_keyed_mark_owners WHERE system_identifier = $SYSID")" == node_a
 
 # ---- 2. an asynchronous standby that misses the last raises ----
-standby_start "$S" "$P" 29182 "${OPTS[@]}"
-LSN=$(q "$P" "SELECT pg_current_wal_lsn()")
-if poll 600 is_t "$S" "SELECT pg_last_wal_replay_lsn() >= '$LSN'"; then ok "2: S replayed up to $LSN"; else ko "2: S did not replay up to $LSN"; fi
-# P's WAL sender is stopped, not S's receiver: what P writes from now on never leaves P (a
-# stopped receiver, continued for its shutdown at the promotion, could first read what the
-# sender had already put in its socket, and S would not lag).
-RPID=
-poll 400 eval 'RPID=$(q "$P" "SELECT pid FROM pg_stat_replication WHERE state = '"'"'streaming'"'"'"); [ -n "$RPID" ]' || true
-check "2: P's WAL sender streams" "${RPID:-0}" -gt 0
-kill -STOP "$RPID"
-poll 100 eval '[ "$(proc_state "$RPID")" = T ]' || true
-check "2: P's WAL sender is stopped" "$(proc_state "$RPID")" == T
-rounds "$P" "$ROUNDS" "$TMP/old"
-check "2: P handed out $((ROUNDS + 1)) rounds of both spaces" "$(wc -l <"$TMP/old")" -eq $((2 * K * (ROUNDS + 1)))
-PLSN=$(q "$P" "SELECT pg_current_wal_flush_lsn()")
-"$CLUSTER" crash "$P" >/dev/null 2>&1
-kill -KILL "$RPID" 2>/dev/null || true   # stopped, it would not notice its postmaster's death
-check "2: S lags (received before the old primary's flushed $PLSN)" \
-    "$(q "$S" "SELECT coalesce(pg_last_wal_receive_lsn(), '0/0') < '$PLSN'")" == t
-"$CLUSTER" promote "$S" >/dev/null 2>&1 || true
-if poll 600 is_t "$S" "SELECT NOT pg_is_in_recovery()"; then ok "2: S promoted"; else ko "2: S not promoted"; fi
+load_on_p() {
+    rounds "$P" "$ROUNDS" "$TMP/old"
+    check "2: P handed out $((ROUNDS + 1)) rounds of both spaces" "$(wc -l <"$TMP/old")" -eq $((2 * K * (ROUNDS + 1)))
+}
+async_pair_cut_and_promote 2 load_on_p
 
 # ---- 3. the load continues on the promoted standby ----
 rounds "$S" "$ROUNDS" "$TMP/new"
@@ -136,7 +106,7 @@ resumed() { [ "$(q "$S" "SELECT keyed_next('down', 1)" 2>/dev/null)" -gt 1000 ];
 if poll 600 resumed; then ok "4: registry back: values resume above the bound"; else ko "4: values did not resume"; fi
 "$CLUSTER" stop "$R" fast >/dev/null 2>&1
 "$CLUSTER" stop "$S" fast >/dev/null 2>&1
-"$CLUSTER" restart "$S" "${OPTS[@]}" >/dev/null 2>&1
+"$CLUSTER" restart "$S" "${PAIR_OPTS[@]}" >/dev/null 2>&1
 expect_sql_error "$S" 55000 "could not be read" "SELECT keyed_next('reg', 1)"
 check "4: registry down: a local space still works" "$(q "$S" "SELECT keyed_next('loc', 5000) > 0")" == t
 cluster_start "$R" 29180 -c pg_idgen.worker_id=-1
