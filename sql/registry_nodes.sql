@@ -394,6 +394,84 @@ $fn$;
 REVOKE ALL ON FUNCTION pg_idgen_marks_owner_check(numeric, text) FROM PUBLIC;
 COMMENT ON FUNCTION pg_idgen_marks_owner_check(numeric, text) IS 'internal: refuses (42501) a role that does not own the registry marks of a system identifier, and a node role that would own those of more than twice as many system identifiers as its worker ids (53400); true for a superuser';
 
+-- Internal, for the SECURITY DEFINER marks functions below (kind 'keyed': pg_idgen_keyed_marks,
+-- its spaces and buckets; 'segment': pg_idgen_segment_marks, its tags and slots): admits a call
+-- of one of them and returns its system identifier ($2, as a number). It refuses a NULL argument
+-- (22004), keys and bounds of different lengths or a key outside 0..1023 (22023), a caller that
+-- does not own the system identifier's marks (pg_idgen_marks_owner_check: 42501, 53400), and a
+-- node role's first write of marks of a (database, name) pair when the system identifier's marks
+-- of that kind already name 1024 pairs (53400; a superuser is not bounded). Its messages name
+-- the calling function. Any other kind, NULL too: 22023.
+CREATE FUNCTION pg_idgen_marks_admit(kind text, system_identifier text, database oid, name text, keys int[], bounds bigint[])
+    RETURNS numeric
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+DECLARE
+    fn text;        -- the calling function, and the table of its marks
+    key_word text;  -- what a key is: a bucket, a slot
+    name_word text; -- what a name is: a space, a tag
+    sysid numeric(20, 0);
+    fresh bool;
+    pairs bigint;
+BEGIN
+    IF $1 OPERATOR(pg_catalog.=) 'keyed' THEN
+        fn := 'pg_idgen_keyed_marks'; key_word := 'bucket'; name_word := 'space';
+    ELSIF $1 OPERATOR(pg_catalog.=) 'segment' THEN
+        fn := 'pg_idgen_segment_marks'; key_word := 'slot'; name_word := 'tag';
+    ELSE
+        RAISE EXCEPTION 'pg_idgen_marks_admit: kind must be ''keyed'' or ''segment'', not %',
+                        pg_catalog.quote_nullable($1) USING ERRCODE = '22023';
+    END IF;
+    IF $2 IS NULL OR $3 IS NULL OR $4 IS NULL OR $5 IS NULL OR $6 IS NULL THEN
+        RAISE EXCEPTION '%: no argument may be NULL', fn USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.cardinality($5) OPERATOR(pg_catalog.<>) pg_catalog.cardinality($6) THEN
+        RAISE EXCEPTION '%: %s and bounds must have the same length', fn, key_word USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.unnest($5) AS b(k)
+                WHERE b.k OPERATOR(pg_catalog.<) 0 OR b.k OPERATOR(pg_catalog.>) 1023) THEN
+        RAISE EXCEPTION '%: a % is between 0 and 1023', fn, key_word USING ERRCODE = '22023';
+    END IF;
+    sysid := $2::pg_catalog.numeric;
+    IF @extschema@.pg_idgen_marks_owner_check(sysid, $1 OPERATOR(pg_catalog.||) ' marks')
+       OR pg_catalog.cardinality($5) OPERATOR(pg_catalog.=) 0 THEN
+        RETURN sysid;
+    END IF;
+    IF $1 OPERATOR(pg_catalog.=) 'keyed' THEN
+        fresh := NOT EXISTS (SELECT FROM @extschema@.pg_idgen_keyed_marks m
+                              WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid
+                                AND m.database OPERATOR(pg_catalog.=) $3 AND m.space OPERATOR(pg_catalog.=) $4);
+    ELSE
+        fresh := NOT EXISTS (SELECT FROM @extschema@.pg_idgen_segment_marks m
+                              WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid
+                                AND m.database OPERATOR(pg_catalog.=) $3 AND m.tag OPERATOR(pg_catalog.=) $4);
+    END IF;
+    IF fresh THEN
+        -- A new (database, name) of this node: one at a time (the owner row's lock).
+        PERFORM FROM @extschema@.pg_idgen_keyed_mark_owners o
+          WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid FOR UPDATE;
+        IF $1 OPERATOR(pg_catalog.=) 'keyed' THEN
+            SELECT pg_catalog.count(*) INTO pairs
+              FROM (SELECT DISTINCT m.database, m.space FROM @extschema@.pg_idgen_keyed_marks m
+                     WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid) x;
+        ELSE
+            SELECT pg_catalog.count(*) INTO pairs
+              FROM (SELECT DISTINCT m.database, m.tag FROM @extschema@.pg_idgen_segment_marks m
+                     WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid) x;
+        END IF;
+        IF pairs OPERATOR(pg_catalog.>=) 1024 THEN
+            RAISE EXCEPTION 'the % marks of system identifier % already name 1024 (database, %) pairs', $1, sysid, name_word
+                USING ERRCODE = '53400',
+                      HINT = pg_catalog.format('A superuser of the registry deletes the marks of %ss dropped for good: DELETE FROM %s WHERE system_identifier = ... AND database = ... AND %s = ...;',
+                                               name_word, fn, name_word);
+        END IF;
+    END IF;
+    RETURN sysid;
+END
+$fn$;
+REVOKE ALL ON FUNCTION pg_idgen_marks_admit(text, text, oid, text, int[], bigint[]) FROM PUBLIC;
+COMMENT ON FUNCTION pg_idgen_marks_admit(text, text, oid, text, int[], bigint[]) IS 'internal: checks the arguments of pg_idgen_keyed_marks or pg_idgen_segment_marks (kind keyed or segment), the caller''s ownership of the system identifier''s marks and the bound of 1024 (database, name) pairs per system identifier; returns the system identifier';
+
 -- Raises the marks of (system_identifier, database, space) to at least bounds[i] for bucket
 -- buckets[i] (never lowers one; empty arrays: a read), and returns every mark of the space. The
 -- caller's login role must own the system identifier's marks (pg_idgen_keyed_mark_owners; the
@@ -408,36 +486,8 @@ CREATE FUNCTION pg_idgen_keyed_marks(system_identifier text, database oid, space
 #variable_conflict use_column
 DECLARE
     sysid numeric(20, 0);
-    su bool;
 BEGIN
-    IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL OR $4 IS NULL OR $5 IS NULL THEN
-        RAISE EXCEPTION 'pg_idgen_keyed_marks: no argument may be NULL' USING ERRCODE = '22004';
-    END IF;
-    IF pg_catalog.cardinality($4) OPERATOR(pg_catalog.<>) pg_catalog.cardinality($5) THEN
-        RAISE EXCEPTION 'pg_idgen_keyed_marks: buckets and bounds must have the same length' USING ERRCODE = '22023';
-    END IF;
-    IF EXISTS (SELECT FROM pg_catalog.unnest($4) AS b(k)
-                WHERE b.k OPERATOR(pg_catalog.<) 0 OR b.k OPERATOR(pg_catalog.>) 1023) THEN
-        RAISE EXCEPTION 'pg_idgen_keyed_marks: a bucket is between 0 and 1023' USING ERRCODE = '22023';
-    END IF;
-    sysid := $1::pg_catalog.numeric;
-    su := @extschema@.pg_idgen_marks_owner_check(sysid, 'keyed marks');
-    IF NOT su AND pg_catalog.cardinality($4) OPERATOR(pg_catalog.>) 0
-       AND NOT EXISTS (SELECT FROM @extschema@.pg_idgen_keyed_marks m
-                        WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid
-                          AND m.database OPERATOR(pg_catalog.=) $2 AND m.space OPERATOR(pg_catalog.=) $3) THEN
-        -- A new (database, space) of this node: one at a time (the owner row's lock).
-        PERFORM FROM @extschema@.pg_idgen_keyed_mark_owners o
-          WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid FOR UPDATE;
-        IF (SELECT pg_catalog.count(*) FROM (SELECT DISTINCT m.database, m.space
-                                               FROM @extschema@.pg_idgen_keyed_marks m
-                                              WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid) x)
-           OPERATOR(pg_catalog.>=) 1024 THEN
-            RAISE EXCEPTION 'the keyed marks of system identifier % already name 1024 (database, space) pairs', sysid
-                USING ERRCODE = '53400',
-                      HINT = 'A superuser of the registry deletes the marks of spaces dropped for good: DELETE FROM pg_idgen_keyed_marks WHERE system_identifier = ... AND database = ... AND space = ...;';
-        END IF;
-    END IF;
+    sysid := @extschema@.pg_idgen_marks_admit('keyed', $1, $2, $3, $4, $5);
     INSERT INTO @extschema@.pg_idgen_keyed_marks AS m (system_identifier, database, space, bucket, bound)
     SELECT sysid, $2, $3, b.k, pg_catalog.max(b.v)
       FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS b(k, v)
@@ -474,43 +524,17 @@ REVOKE ALL ON pg_idgen_segment_marks FROM PUBLIC;
 -- Raises the marks of (system_identifier, database, tag) to at least bounds[i] for stride slot
 -- slots[i] (never lowers one; empty arrays: a read), and returns every mark of the tag. The
 -- caller's login role must own the system identifier's marks, or be a superuser: 42501 otherwise
--- (pg_idgen_marks_owner_check).
+-- (pg_idgen_marks_owner_check). Bounded like the keyed marks (53400 beyond): at most 1024
+-- (database, tag) pairs per system identifier (pg_idgen_marks_admit checks the arguments and
+-- both bounds for both functions).
 CREATE FUNCTION pg_idgen_segment_marks(system_identifier text, database oid, tag text, slots int[], bounds bigint[])
     RETURNS TABLE (slot int, bound bigint)
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
 DECLARE
     sysid numeric(20, 0);
-    su bool;
 BEGIN
-    IF $1 IS NULL OR $2 IS NULL OR $3 IS NULL OR $4 IS NULL OR $5 IS NULL THEN
-        RAISE EXCEPTION 'pg_idgen_segment_marks: no argument may be NULL' USING ERRCODE = '22004';
-    END IF;
-    IF pg_catalog.cardinality($4) OPERATOR(pg_catalog.<>) pg_catalog.cardinality($5) THEN
-        RAISE EXCEPTION 'pg_idgen_segment_marks: slots and bounds must have the same length' USING ERRCODE = '22023';
-    END IF;
-    IF EXISTS (SELECT FROM pg_catalog.unnest($4) AS b(k)
-                WHERE b.k OPERATOR(pg_catalog.<) 0 OR b.k OPERATOR(pg_catalog.>) 1023) THEN
-        RAISE EXCEPTION 'pg_idgen_segment_marks: a slot is between 0 and 1023' USING ERRCODE = '22023';
-    END IF;
-    sysid := $1::pg_catalog.numeric;
-    su := @extschema@.pg_idgen_marks_owner_check(sysid, 'segment marks');
-    IF NOT su AND pg_catalog.cardinality($4) OPERATOR(pg_catalog.>) 0
-       AND NOT EXISTS (SELECT FROM @extschema@.pg_idgen_segment_marks m
-                        WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid
-                          AND m.database OPERATOR(pg_catalog.=) $2 AND m.tag OPERATOR(pg_catalog.=) $3) THEN
-        -- A new (database, tag) of this node: one at a time (the owner row's lock).
-        PERFORM FROM @extschema@.pg_idgen_keyed_mark_owners o
-          WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid FOR UPDATE;
-        IF (SELECT pg_catalog.count(*) FROM (SELECT DISTINCT m.database, m.tag
-                                               FROM @extschema@.pg_idgen_segment_marks m
-                                              WHERE m.system_identifier OPERATOR(pg_catalog.=) sysid) x)
-           OPERATOR(pg_catalog.>=) 1024 THEN
-            RAISE EXCEPTION 'the segment marks of system identifier % already name 1024 (database, tag) pairs', sysid
-                USING ERRCODE = '53400',
-                      HINT = 'A superuser of the registry deletes the marks of tags dropped for good: DELETE FROM pg_idgen_segment_marks WHERE system_identifier = ... AND database = ... AND tag = ...;';
-        END IF;
-    END IF;
+    sysid := @extschema@.pg_idgen_marks_admit('segment', $1, $2, $3, $4, $5);
     INSERT INTO @extschema@.pg_idgen_segment_marks AS m (system_identifier, database, tag, slot, bound)
     SELECT sysid, $2, $3, b.k, pg_catalog.max(b.v)
       FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS b(k, v)

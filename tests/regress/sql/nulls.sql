@@ -8,6 +8,7 @@ CREATE TABLE null_calls (fn text, pos int, outcome text, message text, detail te
 CREATE FUNCTION sample_value(t regtype, n text) RETURNS text LANGUAGE sql AS $$
   SELECT CASE
     WHEN n = 'generator' THEN '''segment''::text'
+    WHEN n = 'kind' THEN '''keyed''::text'
     WHEN n = 'system_identifier' THEN '''1''::text'
     WHEN t = 'regclass'::regtype THEN '''null_calls''::regclass'
     WHEN t = 'name'::regtype THEN '''fn''::name'

@@ -30,6 +30,30 @@ SELECT * FROM pg_idgen_segment_marks('42', 1, 't', '{0,3}', '{50,70}') ORDER BY 
 SELECT * FROM pg_idgen_segment_marks('42', 1, 't', '{0}', '{20}') ORDER BY slot;  -- never lowered
 SELECT * FROM pg_idgen_segment_marks('42', 1, 't', '{}', '{}') ORDER BY slot;     -- a read
 SELECT * FROM pg_idgen_segment_marks('42', 2, 't', '{}', '{}');      -- another database: none
+-- the argument checks are pg_idgen_marks_admit's, shared by both marks functions: the messages
+-- name the function called, in its own words (slot and tag, bucket and space)
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    hint text;
+BEGIN
+    EXECUTE q;
+    RETURN 'no error';
+EXCEPTION WHEN others THEN
+    GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+    RETURN SQLSTATE || ': ' || SQLERRM || CASE WHEN hint <> '' THEN E'\nHINT: ' || hint ELSE '' END;
+END $$;
+SELECT pg_temp.err($$SELECT * FROM pg_idgen_segment_marks('42', 1, NULL, '{}', '{}')$$);
+SELECT pg_temp.err($$SELECT * FROM pg_idgen_segment_marks('42', 1, 't', '{0,1}', '{5}')$$);
+SELECT pg_temp.err($$SELECT * FROM pg_idgen_segment_marks('42', 1, 't', '{1024}', '{5}')$$);
+SELECT pg_temp.err($$SELECT * FROM pg_idgen_segment_marks('42', 1, 't', '{-1,0}', '{5,5}')$$);
+SELECT pg_temp.err($$SELECT * FROM pg_idgen_keyed_marks('42', 1, 's', NULL, '{}')$$);
+SELECT pg_temp.err($$SELECT * FROM pg_idgen_keyed_marks('42', 1, 's', '{0,1}', '{5}')$$);
+SELECT pg_temp.err($$SELECT * FROM pg_idgen_keyed_marks('42', 1, 's', '{1024}', '{5}')$$);
+SELECT pg_temp.err($$SELECT * FROM pg_idgen_segment_marks('4x', 1, 't', '{}', '{}')$$);
+-- the helper refuses a kind it does not know, NULL too; a superuser's read returns the number
+SELECT pg_temp.err($$SELECT pg_idgen_marks_admit('sequence', '42', 1, 't', '{}', '{}')$$);
+SELECT pg_temp.err($$SELECT pg_idgen_marks_admit(NULL, '42', 1, 't', '{}', '{}')$$);
+SELECT pg_idgen_marks_admit('segment', '42', 1, 't', '{}', '{}');
 CREATE ROLE regress_marks_node LOGIN;
 CREATE ROLE regress_marks_other LOGIN;
 INSERT INTO pg_idgen_registry_nodes VALUES ('regress_marks_node', 1, 1), ('regress_marks_other', 2, 2);
@@ -38,6 +62,7 @@ GRANT EXECUTE ON FUNCTION pg_idgen_keyed_marks(text, oid, text, int[], bigint[])
 SET SESSION AUTHORIZATION regress_marks_node;
 SELECT * FROM pg_idgen_segment_marks('43', 1, 't', '{1}', '{9}');    -- takes system identifier 43
 SELECT * FROM pg_idgen_marks_owner_check(43, 'x');                   -- 42501: internal
+SELECT pg_idgen_marks_admit('segment', '43', 1, 't', '{1}', '{9}');  -- 42501: internal
 UPDATE pg_idgen_segment_marks SET bound = 0;                         -- 42501
 RESET SESSION AUTHORIZATION;
 SET SESSION AUTHORIZATION regress_marks_other;
@@ -47,8 +72,28 @@ SELECT * FROM pg_idgen_keyed_marks('43', 1, 't', '{0}', '{5}');      -- 42501: k
 RESET SESSION AUTHORIZATION;
 SELECT system_identifier, role_name FROM pg_idgen_keyed_mark_owners ORDER BY 1;
 SELECT system_identifier, database, tag, slot, bound FROM pg_idgen_segment_marks ORDER BY 1, 2, 3, 4;
-SELECT p.prosecdef, p.proconfig, has_function_privilege('public', p.oid, 'EXECUTE') AS public_execute
-  FROM pg_proc p WHERE p.proname IN ('pg_idgen_segment_marks', 'pg_idgen_marks_owner_check') ORDER BY p.proname;
+SELECT p.proname, p.prosecdef, p.proconfig, has_function_privilege('public', p.oid, 'EXECUTE') AS public_execute,
+       has_function_privilege('regress_marks_node', p.oid, 'EXECUTE') AS node_execute
+  FROM pg_proc p WHERE p.proname IN ('pg_idgen_segment_marks', 'pg_idgen_keyed_marks', 'pg_idgen_marks_owner_check', 'pg_idgen_marks_admit')
+ ORDER BY p.proname;
+-- a node role writes segment marks of at most 1024 (database, tag) pairs per system identifier
+-- (53400 beyond); reading a new pair, or raising one already there, is still allowed; a superuser
+-- is not bounded
+SET SESSION AUTHORIZATION regress_marks_node;
+SELECT count(*) FROM generate_series(2, 1024) g, pg_idgen_segment_marks('43', 1, 't' || g, '{0}', '{1}');
+SELECT pg_temp.err($$SELECT * FROM pg_idgen_segment_marks('43', 2, 't', '{0}', '{1}')$$);
+SELECT count(*) FROM pg_idgen_segment_marks('43', 2, 't', '{}', '{}');
+SELECT * FROM pg_idgen_segment_marks('43', 1, 't', '{1}', '{10}');
+RESET SESSION AUTHORIZATION;
+SELECT * FROM pg_idgen_segment_marks('43', 3, 't', '{0}', '{1}');
+SELECT count(DISTINCT (database, tag)) AS pairs FROM pg_idgen_segment_marks WHERE system_identifier = 43;
+-- and keyed marks of at most 1024 (database, space) pairs, counted apart from the segment marks
+SET SESSION AUTHORIZATION regress_marks_other;
+SELECT count(*) FROM generate_series(1, 1024) g, pg_idgen_keyed_marks('44', 1, 's' || g, '{0}', '{1}');
+SELECT pg_temp.err($$SELECT * FROM pg_idgen_keyed_marks('44', 2, 's1', '{0}', '{1}')$$);
+SELECT * FROM pg_idgen_keyed_marks('44', 1, 's1', '{7}', '{10}') ORDER BY bucket;
+RESET SESSION AUTHORIZATION;
+SELECT count(DISTINCT (database, space)) AS pairs FROM pg_idgen_keyed_marks WHERE system_identifier = 44;
 DELETE FROM pg_idgen_segment_marks;
 DELETE FROM pg_idgen_keyed_marks;
 DELETE FROM pg_idgen_keyed_mark_owners;
