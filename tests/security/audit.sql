@@ -11,7 +11,11 @@
 --   * a function whose body is a string (LANGUAGE sql or plpgsql) is resolved when it runs, so it
 --     must pin search_path = pg_catalog, pg_temp (names of the extension itself are then written
 --     with the extension's schema);
---   * a SECURITY DEFINER function must pin its search_path the same way.
+--   * a SECURITY DEFINER function must pin its search_path the same way;
+--   * an internal function (named pg_idgen_*) or a SECURITY DEFINER function is not executable
+--     by PUBLIC: the extension revokes it and grants it to whom it is for. The exceptions are
+--     listed below with the reason each is safe for every role; a new one is reported until it
+--     is revoked or listed here.
 \ir refs.sql
 SELECT pg_catalog.format('%s binds %s (%s) outside pg_catalog and the extension',
                          pg_catalog.pg_describe_object(l.classid, l.objid, 0),
@@ -38,4 +42,25 @@ JOIN pg_catalog.pg_language lang ON lang.oid OPERATOR(pg_catalog.=) p.prolang
 WHERE (lang.lanname OPERATOR(pg_catalog.<>) ALL (ARRAY['c', 'internal']::pg_catalog.name[]) AND p.prosqlbody IS NULL
        OR p.prosecdef)
   AND NOT COALESCE('search_path=pg_catalog, pg_temp' OPERATOR(pg_catalog.=) ANY (p.proconfig), false)
+UNION ALL
+SELECT pg_catalog.format('%s: internal or SECURITY DEFINER (%s), and PUBLIC may execute it',
+                         pg_catalog.pg_describe_object('pg_catalog.pg_proc'::pg_catalog.regclass, p.oid, 0),
+                         CASE WHEN p.prosecdef THEN 'SECURITY DEFINER' ELSE 'internal' END)
+FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_depend m
+  ON m.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND m.objid OPERATOR(pg_catalog.=) p.oid
+ AND m.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass AND m.deptype OPERATOR(pg_catalog.=) 'e'
+ AND m.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen')
+WHERE (p.prosecdef OR p.proname OPERATOR(pg_catalog.~~) 'pg\_idgen\_%')
+  -- no ACL is the default ACL of a function: EXECUTE for PUBLIC
+  AND (p.proacl IS NULL
+       OR EXISTS (SELECT FROM pg_catalog.aclexplode(p.proacl) a
+                   WHERE a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid
+                     AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'))
+  AND p.proname OPERATOR(pg_catalog.<>) ALL (ARRAY[
+      -- called by uid_migrate_key (SECURITY INVOKER) as its caller; runs a statement as the
+      -- table's owner only for a caller that has the owner's privileges and may SET ROLE to it
+      'pg_idgen_migrate_as_owner',
+      -- read by the pg_idgen_metrics view as the querying role: two counts of the instance
+      'pg_idgen_worker_slots'
+  ]::pg_catalog.name[])
 ORDER BY 1;

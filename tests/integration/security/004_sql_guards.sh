@@ -5,7 +5,8 @@
 #  1. the catalog audit (tests/security/audit.sql): every member of pg_idgen — views through their
 #     rewrite rules, BEGIN ATOMIC bodies, column defaults, checks, triggers, indexes — binds only
 #     pg_catalog's objects and its own; string-bodied and SECURITY DEFINER functions pin
-#     search_path = pg_catalog, pg_temp;
+#     search_path = pg_catalog, pg_temp; internal (pg_idgen_*) and SECURITY DEFINER functions are
+#     not executable by PUBLIC (but the two listed in audit.sql; a control shows the rule fires);
 #  2. a hostile install: the ordinary role that owns the database (so its schema public, the
 #     extension's schema) plants a shadow of every function and operator name the extension's SQL
 #     and the library's SPI statements use (generated from the source and the catalog: tests/
@@ -37,6 +38,16 @@ qdb "$C" ref "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/d
 NEW_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
 check "the version under test is installed" "$(qdb "$C" ref "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$NEW_VERSION"
 check_sql_binds_inside "$C" ref "fresh install"
+# the control of the EXECUTE rule: an internal function added to the extension without its REVOKE
+# (PUBLIC may then call it) is reported, and no longer once revoked
+qdb "$C" ref "CREATE FUNCTION public.pg_idgen_guard_control() RETURNS int LANGUAGE sql SET search_path = pg_catalog, pg_temp AS 'SELECT 1'" \
+    "ALTER EXTENSION pg_idgen ADD FUNCTION public.pg_idgen_guard_control()" >/dev/null
+check_match "control (EXECUTE): an internal function PUBLIC may execute is reported" \
+    "$("$CLUSTER" psql "$C" -d ref -At -f "$SECURITY_DIR/audit.sql" 2>&1)" 'pg_idgen_guard_control\(\): internal or SECURITY DEFINER \(internal\), and PUBLIC may execute it'
+qdb "$C" ref "REVOKE ALL ON FUNCTION public.pg_idgen_guard_control() FROM PUBLIC" >/dev/null
+check "control (EXECUTE): revoked from PUBLIC, it is not reported" \
+    "$("$CLUSTER" psql "$C" -d ref -At -f "$SECURITY_DIR/audit.sql" 2>&1 | grep -c guard_control || true)" -eq 0
+qdb "$C" ref "ALTER EXTENSION pg_idgen DROP FUNCTION public.pg_idgen_guard_control()" "DROP FUNCTION public.pg_idgen_guard_control()" >/dev/null
 sites=$(python3 "$SECURITY_DIR/nonexact.py" report -- "$CLUSTER" psql "$C" -d ref)
 log "call sites whose argument types the parser coerced (each must be schema-qualified):"
 sed 's/^/    /' <<<"$sites"
