@@ -15,7 +15,9 @@
 --   * an internal function (named pg_idgen_*) or a SECURITY DEFINER function is not executable
 --     by PUBLIC: the extension revokes it and grants it to whom it is for. The exceptions are
 --     listed below with the reason each is safe for every role; a new one is reported until it
---     is revoked or listed here.
+--     is revoked or listed here;
+--   * PUBLIC may read some of the extension's tables and views, never write them (the roles that
+--     write one get a grant of their own or go through a function that checks them).
 \ir refs.sql
 SELECT pg_catalog.format('%s binds %s (%s) outside pg_catalog and the extension',
                          pg_catalog.pg_describe_object(l.classid, l.objid, 0),
@@ -63,4 +65,13 @@ WHERE (p.prosecdef OR p.proname OPERATOR(pg_catalog.~~) 'pg\_idgen\_%')
       -- read by the pg_idgen_metrics view as the querying role: two counts of the instance
       'pg_idgen_worker_slots'
   ]::pg_catalog.name[])
+UNION ALL
+SELECT pg_catalog.format('%s: PUBLIC has %s on it', pg_catalog.pg_describe_object('pg_catalog.pg_class'::pg_catalog.regclass, c.oid, 0),
+                         a.privilege_type)
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_depend m
+  ON m.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND m.objid OPERATOR(pg_catalog.=) c.oid
+ AND m.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass AND m.deptype OPERATOR(pg_catalog.=) 'e'
+ AND m.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen')
+CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a
+WHERE a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid AND a.privilege_type OPERATOR(pg_catalog.<>) 'SELECT'
 ORDER BY 1;

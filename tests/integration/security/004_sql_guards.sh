@@ -6,7 +6,8 @@
 #     rewrite rules, BEGIN ATOMIC bodies, column defaults, checks, triggers, indexes — binds only
 #     pg_catalog's objects and its own; string-bodied and SECURITY DEFINER functions pin
 #     search_path = pg_catalog, pg_temp; internal (pg_idgen_*) and SECURITY DEFINER functions are
-#     not executable by PUBLIC (but the two listed in audit.sql; a control shows the rule fires);
+#     not executable by PUBLIC (but the two listed in audit.sql), and PUBLIC writes no table of
+#     the extension (a control shows each rule fires);
 #  2. a hostile install: the ordinary role that owns the database (so its schema public, the
 #     extension's schema) plants a shadow of every function and operator name the extension's SQL
 #     and the library's SPI statements use (generated from the source and the catalog: tests/
@@ -48,6 +49,13 @@ qdb "$C" ref "REVOKE ALL ON FUNCTION public.pg_idgen_guard_control() FROM PUBLIC
 check "control (EXECUTE): revoked from PUBLIC, it is not reported" \
     "$("$CLUSTER" psql "$C" -d ref -At -f "$SECURITY_DIR/audit.sql" 2>&1 | grep -c guard_control || true)" -eq 0
 qdb "$C" ref "ALTER EXTENSION pg_idgen DROP FUNCTION public.pg_idgen_guard_control()" "DROP FUNCTION public.pg_idgen_guard_control()" >/dev/null
+# the control of the table rule: PUBLIC given a write privilege on one of the extension's tables
+qdb "$C" ref "GRANT INSERT, UPDATE ON pg_idgen_worker TO PUBLIC" >/dev/null
+check_match "control (tables): a write privilege of PUBLIC on an extension's table is reported" \
+    "$("$CLUSTER" psql "$C" -d ref -At -f "$SECURITY_DIR/audit.sql" 2>&1)" 'table (public\.)?pg_idgen_worker: PUBLIC has UPDATE on it'
+qdb "$C" ref "REVOKE INSERT, UPDATE ON pg_idgen_worker FROM PUBLIC" >/dev/null
+check "control (tables): revoked, it is not reported" \
+    "$("$CLUSTER" psql "$C" -d ref -At -f "$SECURITY_DIR/audit.sql" 2>&1 | grep -c 'PUBLIC has' || true)" -eq 0
 sites=$(python3 "$SECURITY_DIR/nonexact.py" report -- "$CLUSTER" psql "$C" -d ref)
 log "call sites whose argument types the parser coerced (each must be schema-qualified):"
 sed 's/^/    /' <<<"$sites"
