@@ -123,6 +123,12 @@ check "A: the layouts kept (lay_a, lay_b)" "$(q "$A" "SELECT string_agg(name, ',
 q "$A" "ALTER TABLE pg_idgen_layouts DISABLE TRIGGER pg_idgen_publish_truncate_guard" "TRUNCATE pg_idgen_layouts" \
     "ALTER TABLE pg_idgen_layouts ENABLE TRIGGER pg_idgen_publish_truncate_guard" >/dev/null
 q "$A" "INSERT INTO app VALUES (5, 'after truncate')" >/dev/null
+# skip_at LSN: B skips the transaction that finished at LSN, then ENABLE (the subscription is
+# enabled already: this only wakes the launcher at commit). An apply worker that fails within
+# milliseconds of its start can leave the launcher asleep for its 180 s naptime (seen on 16.2:
+# the launcher, waiting for the worker to attach, sees it gone and does not schedule a retry), and
+# SKIP alone does not wake it.
+skip_at() { q "$B" "ALTER SUBSCRIPTION sub SKIP (lsn = '$1')" "ALTER SUBSCRIPTION sub ENABLE" >/dev/null; }
 truncate_refused() { grep -q "pg_idgen's table \"pg_idgen_layouts\" takes no TRUNCATE from another node" "$BLOG"; }
 wait_until 30 "B's log: the TRUNCATE refused" truncate_refused
 check_match "B's log: the refusal has SQLSTATE 0A000 and the finish LSN" \
@@ -130,7 +136,7 @@ check_match "B's log: the refusal has SQLSTATE 0A000 and the finish LSN" \
 check "B: app row 5 (after the TRUNCATE) not applied while stopped" "$(q "$B" "SELECT count(*) FROM app WHERE id = 5")" -eq 0
 check "B: layout lay_s still there" "$(q "$B" "SELECT count(*) FROM pg_idgen_layouts WHERE name = 'lay_s'")" -eq 1
 lsn=$(grep -A6 'takes no TRUNCATE' "$BLOG" | grep -oE 'finished at [0-9A-F]+/[0-9A-F]+' | head -1 | awk '{print $3}')
-q "$B" "ALTER SUBSCRIPTION sub SKIP (lsn = '$lsn')" >/dev/null
+skip_at "$lsn"
 wait_until 30 "B: app row 5 applied after SKIP" arrived 5
 check "B: layout lay_s kept through the skipped TRUNCATE" "$(q "$B" "SELECT count(*) FROM pg_idgen_layouts WHERE name = 'lay_s'")" -eq 1
 check "B: worker id 2" "$(q "$B" "SELECT worker_id FROM pg_idgen_worker")" -eq 2
@@ -144,7 +150,7 @@ wait_until 30 "B's log: 42P01 for $newseq" missing
 check "B: app row 6 (same transaction) not applied while stopped" "$(q "$B" "SELECT count(*) FROM app WHERE id = 6")" -eq 0
 check "B: no tag_new" "$(q "$B" "SELECT count(*) FROM pg_idgen_segments WHERE tag = 'tag_new'")" -eq 0
 lsn=$(grep -A6 "relation \"[a-z_.]*$newseq\" does not exist" "$BLOG" | grep -oE 'finished at [0-9A-F]+/[0-9A-F]+' | head -1 | awk '{print $3}')
-q "$B" "ALTER SUBSCRIPTION sub SKIP (lsn = '$lsn')" >/dev/null
+skip_at "$lsn"
 q "$A" "INSERT INTO app VALUES (7, 'after skip')" >/dev/null
 wait_until 30 "B: app row 7 applied after SKIP" arrived 7
 
