@@ -1125,3 +1125,14 @@ BEGIN
     END IF;
 END
 $replication_warn$;
+
+-- ---------------------------------------------------------------------------------------------
+-- The tables and views PUBLIC reads: PUBLIC has SELECT on them and nothing else, whatever default
+-- privileges (ALTER DEFAULT PRIVILEGES ... ON TABLES) the role that created them had. With a
+-- default privilege giving PUBLIC ALL on new tables, any role could change the database's worker
+-- id (pg_idgen_worker), register layouts, or put a trigger of its own on those tables (run by
+-- the superuser who next writes them). The install script revokes before it grants.
+REVOKE ALL ON pg_idgen_worker, pg_idgen_layouts, keyed_status, uid_mask_keys, @extschema@.pg_idgen_metrics,
+    segment_slot_status, segment_status FROM PUBLIC;
+GRANT SELECT ON pg_idgen_worker, pg_idgen_layouts, keyed_status, uid_mask_keys, @extschema@.pg_idgen_metrics,
+    segment_slot_status, segment_status TO PUBLIC;
