@@ -67,6 +67,7 @@ FROM pg_idgen_keyed_spaces s
 LEFT JOIN keyed_status_shmem() m USING (space)
 LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.seq;
 COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, highest durable bound and floor in memory, bound raises since server start, owner and privileges (USAGE: keyed_next, keyed_last), fleet mode''s nodes and node_index, and max_value: no value this node handed out for any key of the space is above it (its durable bounds), and whether bounds are raised through the lease registry';
+REVOKE ALL ON keyed_status FROM PUBLIC;  -- SELECT only, whatever the default privileges
 GRANT SELECT ON keyed_status TO PUBLIC;
 
 REVOKE ALL ON FUNCTION keyed_create(text, int, int, int, int, boolean) FROM PUBLIC;

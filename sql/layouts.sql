@@ -15,6 +15,7 @@ CREATE TABLE pg_idgen_layouts (
 );
 COMMENT ON TABLE pg_idgen_layouts IS 'custom id layouts for uid_decode/uid_compose/snowflake_at (pg_idgen); change with uid_layout_register/uid_layout_drop';
 SELECT pg_catalog.pg_extension_config_dump('pg_idgen_layouts', '');
+REVOKE ALL ON pg_idgen_layouts FROM PUBLIC;  -- SELECT only, whatever the default privileges
 GRANT SELECT ON pg_idgen_layouts TO PUBLIC;
 CREATE TRIGGER pg_idgen_layouts_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_idgen_layouts

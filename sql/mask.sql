@@ -32,6 +32,7 @@ SELECT name, version,
        encode(substr(sha256(key), 1, 8), 'hex') AS fingerprint
   FROM pg_idgen_mask_keys;
 COMMENT ON VIEW uid_mask_keys IS 'mask keys and versions without the key bytes (pg_idgen); fingerprint: first 8 bytes of SHA-256 of the key';
+REVOKE ALL ON uid_mask_keys FROM PUBLIC;  -- SELECT only, whatever the default privileges
 GRANT SELECT ON uid_mask_keys TO PUBLIC;
 REVOKE ALL ON FUNCTION pg_idgen_mask_keys_guard() FROM PUBLIC;
 REVOKE ALL ON FUNCTION uid_mask_key_create(text) FROM PUBLIC;

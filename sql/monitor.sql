@@ -87,5 +87,6 @@ FROM (
 ) m
 WHERE m.value IS NOT NULL;
 COMMENT ON VIEW @extschema@.pg_idgen_metrics IS 'one row per metric for Prometheus exporters: metric, labels (jsonb), value, type, help; docs/monitoring.md';
+REVOKE ALL ON @extschema@.pg_idgen_metrics FROM PUBLIC;  -- SELECT only, whatever the default privileges
 GRANT SELECT ON @extschema@.pg_idgen_metrics TO PUBLIC;
 COMMENT ON FUNCTION @extschema@.pg_idgen_worker_slots() IS 'worker-id slots of the instance: used (as snowflake_stats() shows them to the caller) and capacity';

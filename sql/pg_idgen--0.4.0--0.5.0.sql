@@ -762,9 +762,13 @@ BEGIN
                                 AND m.database OPERATOR(pg_catalog.=) $3 AND m.tag OPERATOR(pg_catalog.=) $4);
     END IF;
     IF fresh THEN
-        -- A new (database, name) of this node: one at a time (the owner row's lock).
-        PERFORM FROM @extschema@.pg_idgen_keyed_mark_owners o
-          WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid FOR UPDATE;
+        -- A new (database, name) of this node: one at a time (the owner row's lock). An UPDATE,
+        -- not a SELECT ... FOR UPDATE: the pairs are counted below under this lock, and a caller
+        -- whose snapshot is older than the last such count's commit (REPEATABLE READ, SERIALIZABLE)
+        -- would not see the pair it added; the row that count's transaction wrote makes this one
+        -- fail (40001) instead of going past the bound.
+        UPDATE @extschema@.pg_idgen_keyed_mark_owners AS o SET role_name = o.role_name
+         WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid;
         IF $1 OPERATOR(pg_catalog.=) 'keyed' THEN
             SELECT pg_catalog.count(*) INTO pairs
               FROM (SELECT DISTINCT m.database, m.space FROM @extschema@.pg_idgen_keyed_marks m
@@ -1121,3 +1125,14 @@ BEGIN
     END IF;
 END
 $replication_warn$;
+
+-- ---------------------------------------------------------------------------------------------
+-- The tables and views PUBLIC reads: PUBLIC has SELECT on them and nothing else, whatever default
+-- privileges (ALTER DEFAULT PRIVILEGES ... ON TABLES) the role that created them had. With a
+-- default privilege giving PUBLIC ALL on new tables, any role could change the database's worker
+-- id (pg_idgen_worker), register layouts, or put a trigger of its own on those tables (run by
+-- the superuser who next writes them). The install script revokes before it grants.
+REVOKE ALL ON pg_idgen_worker, pg_idgen_layouts, keyed_status, uid_mask_keys, @extschema@.pg_idgen_metrics,
+    segment_slot_status, segment_status FROM PUBLIC;
+GRANT SELECT ON pg_idgen_worker, pg_idgen_layouts, keyed_status, uid_mask_keys, @extschema@.pg_idgen_metrics,
+    segment_slot_status, segment_status TO PUBLIC;

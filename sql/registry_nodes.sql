@@ -447,9 +447,13 @@ BEGIN
                                 AND m.database OPERATOR(pg_catalog.=) $3 AND m.tag OPERATOR(pg_catalog.=) $4);
     END IF;
     IF fresh THEN
-        -- A new (database, name) of this node: one at a time (the owner row's lock).
-        PERFORM FROM @extschema@.pg_idgen_keyed_mark_owners o
-          WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid FOR UPDATE;
+        -- A new (database, name) of this node: one at a time (the owner row's lock). An UPDATE,
+        -- not a SELECT ... FOR UPDATE: the pairs are counted below under this lock, and a caller
+        -- whose snapshot is older than the last such count's commit (REPEATABLE READ, SERIALIZABLE)
+        -- would not see the pair it added; the row that count's transaction wrote makes this one
+        -- fail (40001) instead of going past the bound.
+        UPDATE @extschema@.pg_idgen_keyed_mark_owners AS o SET role_name = o.role_name
+         WHERE o.system_identifier OPERATOR(pg_catalog.=) sysid;
         IF $1 OPERATOR(pg_catalog.=) 'keyed' THEN
             SELECT pg_catalog.count(*) INTO pairs
               FROM (SELECT DISTINCT m.database, m.space FROM @extschema@.pg_idgen_keyed_marks m

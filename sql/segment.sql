@@ -59,6 +59,7 @@ CREATE TRIGGER pg_idgen_segment_slots_link
 CREATE VIEW segment_slot_status AS
 SELECT * FROM segment_slot_status();
 COMMENT ON VIEW segment_slot_status IS 'one row per stride slot this node has (a plain tag: its one slot node_index of nodes): owned, durable mark, next chunk, chunks reserved ever, reservations and largest value installed since server start';
+REVOKE ALL ON segment_slot_status FROM PUBLIC;  -- SELECT only, whatever the default privileges
 GRANT SELECT ON segment_slot_status TO PUBLIC;
 
 CREATE VIEW segment_status AS
@@ -80,6 +81,7 @@ LEFT JOIN segment_status_shmem() m USING (tag)
 LEFT JOIN (SELECT x.tag, pg_catalog.array_agg(x.slot ORDER BY x.slot) AS owned_slots
            FROM segment_slot_status() x WHERE x.owned GROUP BY x.tag) o USING (tag);
 COMMENT ON VIEW segment_status IS 'one row per segment tag of this database: step, persisted high-water mark, cached cursor/end, next buffer, statistics since server start, and whether reservations raise marks in the lease registry (registry_marks)';
+REVOKE ALL ON segment_status FROM PUBLIC;  -- SELECT only, whatever the default privileges
 GRANT SELECT ON segment_status TO PUBLIC;
 
 REVOKE ALL ON FUNCTION segment_create(text, int, bigint, int, int, int, int, interval, int, int[], bool, bool) FROM PUBLIC;

@@ -9,6 +9,7 @@ CREATE TABLE pg_idgen_worker (
 );
 COMMENT ON TABLE pg_idgen_worker IS 'this database''s snowflake worker id when pg_idgen.worker_id is not set (pg_idgen); change with set_worker_id/clear_worker_id';
 SELECT pg_catalog.pg_extension_config_dump('pg_idgen_worker', '');
+REVOKE ALL ON pg_idgen_worker FROM PUBLIC;  -- SELECT only, whatever the default privileges
 GRANT SELECT ON pg_idgen_worker TO PUBLIC;
 CREATE TRIGGER pg_idgen_worker_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_idgen_worker

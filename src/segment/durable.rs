@@ -9,7 +9,7 @@ use pg_idgen_core::segment::Segment;
 use pgrx::prelude::*;
 
 use super::errors::missing_sequence;
-use crate::catalog::{free_relation_name, RunAs};
+use crate::catalog::{free_relation_name, spi_failed, RunAs};
 use crate::errors::{raise, Code};
 use crate::tables;
 
@@ -132,5 +132,21 @@ pub(super) fn create_backing_sequence(schema: &str, from: i64, stride: i64, star
     Spi::run(&ddl).unwrap_or_else(|e| {
         raise(Code::ERRCODE_INTERNAL_ERROR, format!("could not create the backing sequence: {e}"), None)
     });
+    // The sequence is the durable high-water mark of its tag or slot: a role that may setval it
+    // makes values be handed out again after a restart. No privilege for anyone but its owner,
+    // whatever default privileges the creating role has (ALTER DEFAULT PRIVILEGES ... ON
+    // SEQUENCES, to PUBLIC or to a role).
+    let grantees: Option<String> = Spi::get_one_with_args(
+        "SELECT pg_catalog.string_agg(DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC' \
+                ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END, ', ') \
+           FROM pg_catalog.pg_class c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a \
+          WHERE c.oid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND a.grantee OPERATOR(pg_catalog.<>) c.relowner",
+        &[seqname.as_str().into()],
+    )
+    .unwrap_or_else(|e| spi_failed("read the backing sequence's privileges", e));
+    if let Some(grantees) = grantees {
+        Spi::run(&format!("REVOKE ALL ON SEQUENCE {seqname} FROM {grantees} CASCADE"))
+            .unwrap_or_else(|e| spi_failed("revoke the backing sequence's default privileges", e));
+    }
     seqname
 }
