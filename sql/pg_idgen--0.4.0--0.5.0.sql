@@ -679,9 +679,16 @@ BEGIN
                 USING ERRCODE = '42501',
                       HINT = 'A superuser of the registry maps a node''s role to its worker ids: INSERT INTO pg_idgen_registry_nodes (role_name, first_worker, last_worker) VALUES (...).';
         END IF;
-        -- No lock that another role could hold to stall this call (the lease worker's
-        -- connection, which its renewals share): concurrent sessions of one role may each
-        -- take one system identifier past the bound, once.
+        -- One first write at a time per role: its own rows of pg_idgen_registry_nodes, locked
+        -- by a no-op UPDATE that only this role's calls make (no other role writes the table,
+        -- and no function locks another role's rows), so no other role can stall it. Without
+        -- it, concurrent sessions of the role, each in an open transaction, would each count
+        -- the others' new identifiers out and together take the bound several times over; a
+        -- stale snapshot (REPEATABLE READ) gets 40001 instead of counting short.
+        UPDATE @extschema@.pg_idgen_registry_nodes AS n SET role_name = n.role_name
+         WHERE EXISTS (SELECT FROM pg_catalog.pg_roles r
+                        WHERE r.rolname OPERATOR(pg_catalog.=) n.role_name
+                          AND pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER'));
         IF (SELECT pg_catalog.count(*) FROM @extschema@.pg_idgen_keyed_mark_owners o
              WHERE o.role_name OPERATOR(pg_catalog.=) session_user)::pg_catalog.numeric
            OPERATOR(pg_catalog.>=) (worker_ids OPERATOR(pg_catalog.*) 2) THEN
@@ -746,6 +753,13 @@ BEGIN
     IF EXISTS (SELECT FROM pg_catalog.unnest($5) AS b(k)
                 WHERE b.k OPERATOR(pg_catalog.<) 0 OR b.k OPERATOR(pg_catalog.>) 1023) THEN
         RAISE EXCEPTION '%: a % is between 0 and 1023', fn, key_word USING ERRCODE = '22023';
+    END IF;
+    -- a system identifier: a non-zero unsigned 64-bit integer, in decimal
+    IF $2 OPERATOR(pg_catalog.!~) '^[0-9]{1,20}$'
+       OR $2::pg_catalog.numeric OPERATOR(pg_catalog.=) 0
+       OR $2::pg_catalog.numeric OPERATOR(pg_catalog.>) 18446744073709551615 THEN
+        RAISE EXCEPTION '%: % is not a system identifier (an integer from 1 to 18446744073709551615)',
+                        fn, pg_catalog.quote_literal($2) USING ERRCODE = '22023';
     END IF;
     sysid := $2::pg_catalog.numeric;
     IF @extschema@.pg_idgen_marks_owner_check(sysid, $1 OPERATOR(pg_catalog.||) ' marks')

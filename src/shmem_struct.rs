@@ -32,8 +32,13 @@ pub unsafe fn attach<T>(
     tranche: &CStr,
     init: impl FnOnce(*mut T, *mut pg_sys::LWLock),
 ) -> (*mut T, bool) {
+    // Shared memory hands out blocks aligned to PostgreSQL's cache line (PG_CACHE_LINE_SIZE,
+    // 128 bytes): a `T` that needs more (none does; the generator's slots ask for 128) would not
+    // compile.
+    const { assert!(std::mem::align_of::<T>() <= 128, "a shared-memory struct aligned beyond 128 bytes") };
     // SAFETY: ShmemInitStruct returns `size_of::<T>()` bytes of shared memory (or raises an
-    // ERROR), suitably aligned (MAXALIGN, and no `T` here needs more); `found` is false only for
+    // ERROR), aligned to 128 bytes (every allocation is CACHELINEALIGN'ed), which the assertion
+    // above makes enough for `T`; `found` is false only for
     // the first caller, which AddinShmemInitLock makes the only one writing it; the tranche was
     // requested with one lock, the first of the array GetNamedLWLockTranche returns.
     unsafe {

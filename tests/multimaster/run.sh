@@ -106,8 +106,8 @@ leased() {
     [ -n "$w" ] || return 1
     WID[$1]=$w; HELD[$1]+=" $w"
 }
-# check_leases WHAT NODE...: each NODE holds a lease, no two of them (nor any node seen before)
-# the same worker id
+# check_leases WHAT NODE...: each NODE holds a lease, and no two nodes hold the same worker id
+# (the nodes checked now and the worker ids last seen held by the others)
 check_leases() {
     local what=$1 n; shift
     for n in "$@"; do wait_until 30 "$what: node $n holding a worker id lease" leased "$n" || return 0; done

@@ -10,8 +10,15 @@
 #   A's pairs; 40001 in REPEATABLE READ, whose snapshot cannot): the system identifier's marks
 #   never name more than 1024 pairs. (Counting the pairs in B's snapshot alone let REPEATABLE READ
 #   through: 2047 pairs, and k such sessions k x 1023 + 1.)
+# Then the bound on system identifiers: node_a (1 worker id) owns the marks of at most 2. Five
+# sessions of node_a, each in an open transaction, write the first marks of five new system
+# identifiers at once: at most 2 own marks after all commit, the others refused with 53400 (their
+# first writes wait for each other on node_a's own rows of pg_idgen_registry_nodes; without that
+# each counted the others' new identifiers out and all five took one). And a system identifier is
+# an integer from 1 to 2^64 - 1 (22023 otherwise).
 # Pass/fail never depends on timing: B waits for a file A's side creates (bounded), and A starts
-# once B has said it holds its snapshot (bounded).
+# once B has said it holds its snapshot (bounded); the five sessions are let go once each has
+# either written or is waiting for a lock (bounded).
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
 . "$(dirname "$0")/../lease.bash"
@@ -62,6 +69,44 @@ EOF
         "$(grep -oE 'ERROR: +[0-9A-Z]{5}' "$TMP/b.$kind.out" | head -1 | grep -oE '[0-9A-Z]{5}$' || true)" == "$expected"
     check "$kind/$iso: the marks of $sysid still name 1024 pairs" "$(pairs "$kind" "$sysid")" -eq 1024
 }
+
+# ---- the bound on system identifiers under concurrent first writes
+rq "DELETE FROM pg_idgen_keyed_marks" "DELETE FROM pg_idgen_segment_marks" "DELETE FROM pg_idgen_keyed_mark_owners" >/dev/null
+GO=$TMP/go.owners
+SESS=()
+for i in 1 2 3 4 5; do
+    "$CLUSTER" psql "$R" -U node_a -At -v ON_ERROR_STOP=1 >"$TMP/own.$i.out" 2>&1 <<EOF &
+\set VERBOSITY verbose
+BEGIN;
+SELECT count(*) FROM pg_idgen_keyed_marks('90$i', 1, 'first', '{0}', '{1}');
+\! touch $TMP/own.$i.done; for i in \$(seq 1 1200); do [ -e $GO ] && break; sleep 0.05; done
+COMMIT;
+EOF
+    SESS+=($!); BG_PIDS+=($!)
+done
+# written or waiting: each session has either made its call or waits for a lock in it
+settled() {
+    local done waiting
+    done=$(ls "$TMP"/own.*.done 2>/dev/null | wc -l)
+    waiting=$(rq "SELECT count(*) FROM pg_stat_activity WHERE usename = 'node_a' AND wait_event_type = 'Lock'")
+    [ $((done + waiting)) -ge 5 ]
+}
+wait_until 60 "the five sessions each written or waiting" settled || true
+log "sessions that wrote before any commit: $(ls "$TMP"/own.*.done 2>/dev/null | wc -l) of 5"
+touch "$GO"
+for b in "${SESS[@]}"; do wait "$b" || true; done
+refused=0; for i in 1 2 3 4 5; do grep -qE 'ERROR: +53400' "$TMP/own.$i.out" && refused=$((refused + 1)); done
+check "five concurrent first writes: node_a owns the marks of 2 system identifiers (twice its 1 worker id)" \
+    "$(rq "SELECT count(*) FROM pg_idgen_keyed_mark_owners WHERE role_name = 'node_a'")" -eq 2
+check "five concurrent first writes: 3 refused with 53400" "$refused" -eq 3
+rq "DELETE FROM pg_idgen_keyed_marks" "DELETE FROM pg_idgen_keyed_mark_owners" >/dev/null
+
+# ---- a system identifier is an integer from 1 to 2^64 - 1
+for bad in NaN -1 1.5 0 18446744073709551616 ' 7' ''; do
+    check "system identifier '$bad' refused (22023)" "$(as_node "SELECT * FROM pg_idgen_keyed_marks('$bad', 1, 'x', '{0}', '{1}')")" == 22023
+done
+check "system identifier 18446744073709551615 (2^64 - 1) taken" "$(as_node "SELECT * FROM pg_idgen_segment_marks('18446744073709551615', 1, 'x', '{0}', '{1}')")" == ""
+rq "DELETE FROM pg_idgen_keyed_marks" "DELETE FROM pg_idgen_segment_marks" "DELETE FROM pg_idgen_keyed_mark_owners" >/dev/null
 
 race keyed 100 "READ COMMITTED" 53400
 race segment 200 "READ COMMITTED" 53400
