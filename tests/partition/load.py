@@ -15,10 +15,10 @@ Usage: load.py DSN OUTDIR NAME [--inserters N] [--selectors N] [--what snowflake
   --what keyed:SPACE: SELECT snowflake_next(), keyed_next(SPACE, k) (segment recorded as -1)
   --keyed SPACE: the keyed space of --what all (default pt); none: kv NULL (recorded -1, key -1)
   (tests/multimaster/run.sh uses this script too: one load.py per node, NAME the node)
-  After an error the client closes its connection, waits (20 ms, doubled while errors last, at most
-  0.5 s) and reconnects; nothing is retried inside a transaction, so a value is recorded only when
-  the server returned it. connect_timeout 2 s, and a statement_timeout of 10 s: a call blocked
-  behind a partition (a synchronous standby cut off) ends with 57014 and is recorded as an error.
+  The clients, their error handling and the files are tests/lib/recorder.py's (a value recorded
+  only when the server returned it; after an error: reconnect, with a growing pause).
+  connect_timeout 2 s, and a statement_timeout of 10 s: a call blocked behind a partition (a
+  synchronous standby cut off) ends with 57014 and is recorded as an error.
 Output (written at stop): OUTDIR/values.NAME.tsv, one line per value handed out:
   client  kind (ins|sel)  snowflake id  segment value  key  keyed value  server address  time
   (segment/key/keyed are -1 with --what snowflake)
@@ -28,10 +28,12 @@ OUTDIR/progress.NAME (rewritten every 0.2 s): "<values> <last server address> <l
 """
 import os
 import sys
-import threading
 import time
 
 import psycopg
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from recorder import Recorder  # noqa: E402
 
 DSN, OUT, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
 opts = dict(zip(sys.argv[4::2], sys.argv[5::2]))
@@ -39,102 +41,64 @@ N_INS = int(opts.get("--inserters", 2))
 N_SEL = int(opts.get("--selectors", 1))
 WHAT = opts.get("--what", "all")
 KEYED = opts.get("--keyed", "pt")
-STOPS = [os.path.join(OUT, "stop"), os.path.join(OUT, "stop." + NAME)]
-
-values = []   # (client, kind, id, seg, key, kv, addr, t)
-errors = []   # (t, client, code, addr, message)
-lock = threading.Lock()
+rec = Recorder([os.path.join(OUT, "stop"), os.path.join(OUT, "stop." + NAME)])
 
 
-def stopped():
-    return any(os.path.exists(s) for s in STOPS)
+def connect():
+    return psycopg.connect(DSN, autocommit=True, connect_timeout=2,
+                           options="-c statement_timeout=10000")
 
 
-def client(kind, i):
+def server_address(conn):
+    return conn.execute("SELECT host(inet_server_addr())").fetchone()[0] or "local"
+
+
+def caller(kind, i):
+    """client i of kind (ins|sel): its call, recording
+    (client, kind, id, seg, key, kv, server address, time)"""
     name = f"{NAME}.{kind}{i}"
-    conn, addr, n, pause = None, "-", 0, 0.02
-    while not stopped():
+
+    def call(conn, n, addr):
         k = (i * 7 + n) % 4
-        n += 1
-        try:
-            if conn is None:
-                conn = psycopg.connect(DSN, autocommit=True, connect_timeout=2,
-                                       options="-c statement_timeout=10000")
-                addr = conn.execute("SELECT host(inet_server_addr())").fetchone()[0] or "local"
-            if WHAT.startswith("segment:"):
-                row = conn.execute("SELECT snowflake_next(), segment_next(%s), -1",
-                                   (WHAT[8:],)).fetchone()
-                k = -1
-            elif WHAT.startswith("keyed:"):
-                row = conn.execute("SELECT snowflake_next(), -1, keyed_next(%s, %s)",
-                                   (WHAT[6:], k)).fetchone()
-            elif WHAT == "snowflake":
-                row = conn.execute("SELECT snowflake_next()").fetchone()
-                row = (row[0], -1, -1)
-                k = -1
-            elif KEYED == "none":
-                k = -1
-                if kind == "ins":
-                    row = conn.execute(
-                        "INSERT INTO pt_ids (client) VALUES (%s) RETURNING id, seg, -1",
-                        (name,)).fetchone()
-                else:
-                    row = conn.execute(
-                        "SELECT snowflake_next(), segment_next('pt_sel'), -1").fetchone()
-            elif kind == "ins":
+        if WHAT.startswith("segment:"):
+            row = conn.execute("SELECT snowflake_next(), segment_next(%s), -1",
+                               (WHAT[8:],)).fetchone()
+            k = -1
+        elif WHAT.startswith("keyed:"):
+            row = conn.execute("SELECT snowflake_next(), -1, keyed_next(%s, %s)",
+                               (WHAT[6:], k)).fetchone()
+        elif WHAT == "snowflake":
+            row = (conn.execute("SELECT snowflake_next()").fetchone()[0], -1, -1)
+            k = -1
+        elif KEYED == "none":
+            k = -1
+            if kind == "ins":
                 row = conn.execute(
-                    "INSERT INTO pt_ids (client, k, kv) VALUES (%s, %s, keyed_next(%s, %s)) "
-                    "RETURNING id, seg, kv", (name, k, KEYED, k)).fetchone()
+                    "INSERT INTO pt_ids (client) VALUES (%s) RETURNING id, seg, -1",
+                    (name,)).fetchone()
             else:
                 row = conn.execute(
-                    "SELECT snowflake_next(), segment_next('pt_sel'), keyed_next(%s, %s)",
-                    (KEYED, k)).fetchone()
-            t = time.time()
-            pause = 0.02
-            with lock:
-                values.append((name, kind, row[0], row[1], k, row[2], addr, t))
-        except psycopg.Error as e:
-            code = getattr(e, "sqlstate", None) or type(e).__name__
-            msg = (str(e).splitlines() or [""])[0][:200]
-            with lock:
-                errors.append((time.time(), name, code, addr, msg))
-            try:
-                if conn is not None:
-                    conn.close()
-            except Exception:
-                pass
-            conn, addr = None, "-"
-            time.sleep(pause)
-            pause = min(pause * 2, 0.5)
-    if conn is not None:
-        try:
-            conn.close()
-        except Exception:
-            pass
+                    "SELECT snowflake_next(), segment_next('pt_sel'), -1").fetchone()
+        elif kind == "ins":
+            row = conn.execute(
+                "INSERT INTO pt_ids (client, k, kv) VALUES (%s, %s, keyed_next(%s, %s)) "
+                "RETURNING id, seg, kv", (name, k, KEYED, k)).fetchone()
+        else:
+            row = conn.execute(
+                "SELECT snowflake_next(), segment_next('pt_sel'), keyed_next(%s, %s)",
+                (KEYED, k)).fetchone()
+        return (name, kind, row[0], row[1], k, row[2], addr, time.time())
+
+    return (name, connect, call, server_address)
 
 
-def progress():
-    path = os.path.join(OUT, "progress." + NAME)
-    while not stopped():
-        with lock:
-            n = len(values)
-            last = values[-1] if values else None
-        with open(path + ".tmp", "w") as f:
-            f.write(f"{n} {last[6] if last else '-'} {last[7] if last else 0}\n")
-        os.replace(path + ".tmp", path)
-        time.sleep(0.2)
+def progress_line(values):
+    last = values[-1] if values else None
+    return f"{len(values)} {last[6] if last else '-'} {last[7] if last else 0}"
 
 
-threads = [threading.Thread(target=client, args=("ins", i)) for i in range(N_INS)]
-threads += [threading.Thread(target=client, args=("sel", i)) for i in range(N_SEL)]
-threads.append(threading.Thread(target=progress))
-for t in threads:
-    t.start()
-for t in threads:
-    t.join()
-with open(os.path.join(OUT, f"values.{NAME}.tsv"), "w") as f:
-    for v in values:
-        f.write("%s\t%s\t%d\t%d\t%d\t%d\t%s\t%.6f\n" % v)
-with open(os.path.join(OUT, f"errors.{NAME}.tsv"), "w") as f:
-    for e in errors:
-        f.write("%.6f\t%s\t%s\t%s\t%s\n" % (e[0], e[1], e[2], e[3], e[4].replace("\t", " ")))
+rec.run([caller("ins", i) for i in range(N_INS)] + [caller("sel", i) for i in range(N_SEL)],
+        os.path.join(OUT, "progress." + NAME), progress_line)
+rec.write(os.path.join(OUT, f"values.{NAME}.tsv"), "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%.6f\n",
+          os.path.join(OUT, f"errors.{NAME}.tsv"),
+          lambda e: "%.6f\t%s\t%s\t%s\t%s\n" % (e[0], e[1], e[2], e[3], e[4].replace("\t", " ")))
