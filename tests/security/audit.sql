@@ -36,10 +36,8 @@ UNION ALL
 SELECT pg_catalog.format('%s: its body is resolved when it runs, and it does not pin search_path = pg_catalog, pg_temp (proconfig %s)',
                          pg_catalog.pg_describe_object('pg_catalog.pg_proc'::pg_catalog.regclass, p.oid, 0),
                          COALESCE(p.proconfig::pg_catalog.text, 'none'))
-FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_depend m
+FROM pg_catalog.pg_proc p JOIN pg_temp.pg_idgen_audit_members m
   ON m.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND m.objid OPERATOR(pg_catalog.=) p.oid
- AND m.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass AND m.deptype OPERATOR(pg_catalog.=) 'e'
- AND m.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen')
 JOIN pg_catalog.pg_language lang ON lang.oid OPERATOR(pg_catalog.=) p.prolang
 WHERE (lang.lanname OPERATOR(pg_catalog.<>) ALL (ARRAY['c', 'internal']::pg_catalog.name[]) AND p.prosqlbody IS NULL
        OR p.prosecdef)
@@ -48,10 +46,8 @@ UNION ALL
 SELECT pg_catalog.format('%s: internal or SECURITY DEFINER (%s), and PUBLIC may execute it',
                          pg_catalog.pg_describe_object('pg_catalog.pg_proc'::pg_catalog.regclass, p.oid, 0),
                          CASE WHEN p.prosecdef THEN 'SECURITY DEFINER' ELSE 'internal' END)
-FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_depend m
+FROM pg_catalog.pg_proc p JOIN pg_temp.pg_idgen_audit_members m
   ON m.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND m.objid OPERATOR(pg_catalog.=) p.oid
- AND m.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass AND m.deptype OPERATOR(pg_catalog.=) 'e'
- AND m.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen')
 WHERE (p.prosecdef OR p.proname OPERATOR(pg_catalog.~~) 'pg\_idgen\_%')
   -- no ACL is the default ACL of a function: EXECUTE for PUBLIC
   AND (p.proacl IS NULL
@@ -68,10 +64,8 @@ WHERE (p.prosecdef OR p.proname OPERATOR(pg_catalog.~~) 'pg\_idgen\_%')
 UNION ALL
 SELECT pg_catalog.format('%s: PUBLIC has %s on it', pg_catalog.pg_describe_object('pg_catalog.pg_class'::pg_catalog.regclass, c.oid, 0),
                          a.privilege_type)
-FROM pg_catalog.pg_class c JOIN pg_catalog.pg_depend m
+FROM pg_catalog.pg_class c JOIN pg_temp.pg_idgen_audit_members m
   ON m.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass AND m.objid OPERATOR(pg_catalog.=) c.oid
- AND m.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass AND m.deptype OPERATOR(pg_catalog.=) 'e'
- AND m.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen')
 CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a
 WHERE a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid AND a.privilege_type OPERATOR(pg_catalog.<>) 'SELECT'
 ORDER BY 1;

@@ -1,18 +1,19 @@
--- tests/security/refs.sql — the temporary view pg_idgen_audit_refs: every object that a member of
--- pg_idgen, or a part of a member, references (pg_depend), with the schema of the referenced
--- object. A member is what pg_depend ties to the extension (deptype 'e'); the parts walked are a
+-- tests/security/refs.sql — the temporary views pg_idgen_audit_members: every member of pg_idgen
+-- (classid, objid), and pg_idgen_audit_refs: every object that a member, or a part of a member,
+-- references (pg_depend), with the schema of the referenced object. A member is what pg_depend ties to the extension (deptype 'e'); the parts walked are a
 -- view's rewrite rule (its query), a table's column defaults, constraints, triggers, policies and
 -- index expressions, a domain's checks, and the body of an SQL function written as BEGIN ATOMIC.
 -- Included by audit.sql and bound_names.sql.
 SET search_path = pg_catalog, pg_temp;   -- CASE ... WHEN compares with an unqualified =
+CREATE TEMPORARY VIEW pg_idgen_audit_members AS
+SELECT d.classid, d.objid
+FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_extension e ON d.refobjid OPERATOR(pg_catalog.=) e.oid
+WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'
+  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+  AND d.deptype OPERATOR(pg_catalog.=) 'e';
 CREATE TEMPORARY VIEW pg_idgen_audit_refs AS
-WITH ext AS (
-    SELECT e.oid, e.extnamespace FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'
-), members AS (
-    SELECT d.classid, d.objid
-    FROM pg_catalog.pg_depend d, ext
-    WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
-      AND d.refobjid OPERATOR(pg_catalog.=) ext.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+WITH members AS (
+    SELECT classid, objid FROM pg_temp.pg_idgen_audit_members
 ), member_rels AS (
     SELECT objid AS relid FROM members WHERE classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
 ), member_types AS (
