@@ -44,9 +44,16 @@ impl Registry {
     }
 }
 
-/// The requests of one (kind, database, space or tag): its raises (highest per bucket) and their
-/// (slot, id).
-type Group = (MarkKind, u32, String, Vec<i64>, Vec<(usize, u64)>);
+/// The requests of one (kind, database, space or tag): one registry call for all of them.
+struct Group {
+    kind: MarkKind,
+    db: u32,
+    name: String,
+    /// The highest raise of any of the requests, per bucket (0: none).
+    bounds: Vec<i64>,
+    /// The requests answered by the call: (slot, id).
+    reqs: Vec<(usize, u64)>,
+}
 
 /// Answers every pending request of the backends. `conninfo`, `timeout`: the lease settings.
 pub fn round(reg: &mut Registry, sysid: &str, conninfo: &str, timeout: Duration) {
@@ -74,21 +81,27 @@ pub fn round(reg: &mut Registry, sysid: &str, conninfo: &str, timeout: Duration)
     // per bucket
     let mut groups: Vec<Group> = Vec::new();
     for t in pending {
-        match groups.iter_mut().find(|g| g.0 == t.kind && g.1 == t.dbid && g.2 == t.space) {
+        match groups.iter_mut().find(|g| g.kind == t.kind && g.db == t.dbid && g.name == t.space) {
             Some(g) => {
-                for (a, b) in g.3.iter_mut().zip(t.bounds.iter()) {
+                for (a, b) in g.bounds.iter_mut().zip(t.bounds.iter()) {
                     *a = (*a).max(*b);
                 }
-                g.4.push((t.slot, t.id));
+                g.reqs.push((t.slot, t.id));
             }
-            None => groups.push((t.kind, t.dbid, t.space, t.bounds, vec![(t.slot, t.id)])),
+            None => groups.push(Group {
+                kind: t.kind,
+                db: t.dbid,
+                name: t.space,
+                bounds: t.bounds,
+                reqs: vec![(t.slot, t.id)],
+            }),
         }
     }
     let mut broken: Option<RegError> = None;
-    for (kind, db, space, bounds, reqs) in &groups {
+    for Group { kind, db, name, bounds, reqs } in &groups {
         let r = match &broken {
             Some(e) => Err(e.clone()),
-            None => reg.marks(*kind, sysid, *db, space, bounds),
+            None => reg.marks(*kind, sysid, *db, name, bounds),
         };
         match &r {
             Ok(m) => reqs.iter().for_each(|&(s, id)| marks::complete(s, id, Ok(m))),
