@@ -37,17 +37,16 @@ class Recorder:
         """
         conn, server, n, pause = None, "-", 0, 0.02
         while not self.stopped():
+            attempt, n = n, n + 1
             try:
                 if conn is None:
                     conn = connect()
                     server = on_connect(conn) if on_connect else "-"
-                row = call(conn, n, server)
-                n += 1
+                row = call(conn, attempt, server)
                 pause = 0.02
                 with self.lock:
                     self.values.append(row)
             except psycopg.Error as e:
-                n += 1
                 code = getattr(e, "sqlstate", None) or type(e).__name__
                 msg = (str(e).splitlines() or [""])[0][:200]
                 with self.lock:
