@@ -7,9 +7,6 @@
 #   registry_node_sql ROLE LO HI    the SQL that lets ROLE act as a node for worker ids LO..HI
 #   wait_for DESC COMMAND...        polls COMMAND every 0.2 s until it succeeds (a PASS saying
 #                                   how long at most) or 90 s have passed (a FAIL, returns 1).
-#   poll TRIES COMMAND...           COMMAND succeeds within TRIES x 50 ms (no check, a status)
-#   is_t NAME SQL                   SQL on cluster NAME returns t
-#   proc_state PID                  the state letter of process PID (T: stopped), empty if gone
 #   async_pair_start / async_pair_cut_and_promote   a registry, a primary using it and an
 #                                   asynchronous standby promoted at once: see their comment below.
 # Pass/fail never depends on timing: the bound is generous, and the waits are for states.
@@ -36,9 +33,6 @@ registry_node_sql() {
       pg_idgen_slot_raise(text, int, int, bigint, bigint), pg_idgen_slot_release(text, int, int, bigint, bigint) TO $1;
     INSERT INTO pg_idgen_registry_nodes (role_name, first_worker, last_worker) VALUES ('$1', $2, $3)"
 }
-poll() { local n=$1 i; shift; for i in $(seq 1 "$n"); do "$@" && return 0; sleep 0.05; done; return 1; }
-is_t() { [ "$(q "$1" "$2" 2>/dev/null)" = t ]; }
-proc_state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null; }
 
 # ---- an asynchronous standby promoted at once, before it received the primary's last WAL ----
 # async_pair_start R P S PORT MARKS_FUNCTION [ON_R...]

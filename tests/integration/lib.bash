@@ -10,6 +10,9 @@
 #   check_match DESC TEXT REGEX               TEXT matches the (extended) regex
 #   expect_sql_error NAME SQLSTATE REGEX SQL  SQL must fail with SQLSTATE and a message matching REGEX
 #   finish                                    prints the summary; exits 1 if any check failed
+#   poll TRIES COMMAND...                     COMMAND succeeds within TRIES x 50 ms (a status, no check)
+#   is_t NAME SQL                             SQL on cluster NAME returns t
+#   proc_state PID                            the state letter of process PID (T: stopped), empty if gone
 # Every cluster started with cluster_start is destroyed on exit (trap), even on failure.
 # IT_KEEP_LOGS=<dir>: copy each cluster's server log there (<test>.<cluster>.log) before it is destroyed.
 # The PostgreSQL major is PG=NN / PG_CONFIG (scripts/pgenv.bash): PGBIN, PSQL, PG and
@@ -152,6 +155,10 @@ expect_sql_error() {
         ko "expected ERROR $state matching /$re/ for [$*], got: $(head -c 500 <<<"$out" | tr '\n' ' ')"
     fi
 }
+
+poll() { local n=$1 i; shift; for i in $(seq 1 "$n"); do "$@" && return 0; sleep 0.05; done; return 1; }
+is_t() { [ "$(q "$1" "$2" 2>/dev/null)" = t ]; }
+proc_state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null; }
 
 elapsed() { awk -v a="$T_START" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 

@@ -29,7 +29,6 @@ P=it_kmlp
 PR=$(itport 29185)
 REG="host=127.0.0.1 port=$PR user=node_a dbname=postgres connect_timeout=2"
 rq() { q "$R" "$@"; }
-poll() { local n=$1 i; shift; for i in $(seq 1 "$n"); do "$@" && return 0; sleep 0.05; done; return 1; }
 # sqlstate C ROLE SQL...: the SQLSTATE of the first error of SQL run in cluster C as ROLE (empty: none)
 sqlstate() {
     local c=$1 role=$2 args=() s; shift 2

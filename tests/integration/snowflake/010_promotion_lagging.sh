@@ -27,15 +27,7 @@ LAYOUT='time=41,worker=10,sequence=3'
 OPTS=(-c pg_idgen.worker_id=$W -c "pg_idgen.layout=$LAYOUT" -c pg_idgen.max_drift_ms=2000)
 N_NEW=20000
 
-# poll TRIES CMD...: CMD succeeds within TRIES × 50 ms
-poll() {
-    local n=$1 i; shift
-    for i in $(seq 1 "$n"); do "$@" && return 0; sleep 0.05; done
-    return 1
-}
-is_t() { [ "$(q "$1" "$2" 2>/dev/null)" = t ]; }
 walrcv_pid() { q "$1" "SELECT pid FROM pg_stat_wal_receiver WHERE status = 'streaming'"; }
-proc_state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null; }
 syncrep_waits() { q "$1" "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'"; }
 burst_done() { ! kill -0 "$BURST" 2>/dev/null; }
 waiting_or_done() { burst_done || [ "$(syncrep_waits "$1")" -ge 1 ]; }
