@@ -244,13 +244,14 @@ test-upgrade:
 
 # ALTER EXTENSION pg_idgen UPDATE from every released version, each built from its git tag:
 # 0.1.0 (PostgreSQL 15 only, so on 16-18 the 0.1.0 database arrives by pg_upgrade from 15, as it
-# would in the field; it runs every upgrade script), then 0.2.0, 0.3.0 and 0.4.0 (built for PG itself)
+# would in the field; it runs every upgrade script), then 0.2.0, 0.3.0, 0.4.0 and 0.5.0 (built for PG itself)
 test-extension-update:
 	$(MAKE) --no-print-directory install-test PG=$(PG)
 	tests/upgrade/extension_update.sh $(PG)
 	tests/upgrade/extension_update_020.sh $(PG)
 	tests/upgrade/extension_update_030.sh $(PG)
 	tests/upgrade/extension_update_040.sh $(PG)
+	tests/upgrade/extension_update_050.sh $(PG)
 
 # make package, then install/remove it (apt on Debian's 15; install.sh/uninstall.sh otherwise)
 test-package: package

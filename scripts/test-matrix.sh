@@ -49,7 +49,7 @@
 #                kill -9, a stop and catch-up, a node joining live and one leaving; worker ids
 #                from pg_idgen.worker_id on 16-17, leased from a registry on 18+ (MM_WORKER_IDS
 #                overrides) (make test-multimaster PG=NN)
-#   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0, 0.4.0 (make test-extension-update PG=NN)
+#   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0 (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
 # Builds are reused: one target/ for every major (dependencies compiled once; pgrx-pg-sys and
@@ -305,7 +305,7 @@ for m in "${MAJORS[@]}"; do
     fi
     if has_layer extupdate; then
         run_layer "$m" extupdate make --no-print-directory test-extension-update PG="$m"
-        line+="update from 0.1.0, 0.2.0, 0.3.0 and 0.4.0 $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+        line+="update from 0.1.0 to 0.5.0 $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
     fi
     if has_layer package && [[ " $PACKAGE_MAJORS " == *" $m "* ]]; then
         profile=dev
