@@ -99,11 +99,14 @@ pub fn not_preloaded() -> ! {
 /// automatic lease). There is no silent default.
 #[cold]
 pub fn worker_id_not_configured() -> ! {
-    raise(
-        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        "pg_idgen worker id is not configured",
-        Some("Set pg_idgen.worker_id in postgresql.conf (or ALTER DATABASE ... SET pg_idgen.worker_id), or run SELECT set_worker_id(n) in this database, with a value unique across every node generating ids."),
-    )
+    // Where Citus is loaded, ALTER DATABASE ... SET reaches every node (and is refused), and the
+    // nodes of one cluster are told apart by their Citus group: point there instead.
+    let hint = if crate::citus::preloaded() {
+        "This server runs Citus: set pg_idgen.worker_id_source = citus in postgresql.conf of every node of the cluster (coordinator and workers) and restart them; each node then uses its own Citus group id as worker id."
+    } else {
+        "Set pg_idgen.worker_id in postgresql.conf (or ALTER DATABASE ... SET pg_idgen.worker_id), or run SELECT set_worker_id(n) in this database, with a value unique across every node generating ids."
+    };
+    raise(Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, "pg_idgen worker id is not configured", Some(hint))
 }
 
 /// Errors of encoding or decoding one id: the input was out of range.

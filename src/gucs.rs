@@ -4,6 +4,8 @@
 //! |---|---|---|---|
 //! | `pg_idgen.layout` | string | `default` | postmaster |
 //! | `pg_idgen.worker_id` | int, -1 = unset | -1 | superuser |
+//! | `pg_idgen.worker_id_source` | enum default/citus | default | postmaster |
+//! | `pg_idgen.citus_worker_id_base` | int, 0–16777215 | 0 | postmaster |
 //! | `pg_idgen.max_drift_ms` | int ms | 1000 | sighup |
 //! | `pg_idgen.max_wait_ms` | int ms | 100 | user |
 //! | `pg_idgen.reserve_ms` | int ms | 1000 | sighup |
@@ -37,6 +39,10 @@ use crate::errors::{raise, Code};
 
 pub static LAYOUT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"default"));
 pub static WORKER_ID: GucSetting<i32> = GucSetting::<i32>::new(-1);
+pub static WORKER_ID_SOURCE: GucSetting<WorkerIdSource> = GucSetting::<WorkerIdSource>::new(WorkerIdSource::Default);
+/// Added to the Citus group id in `pg_idgen.worker_id_source = citus`: several Citus clusters whose
+/// rows meet each get a range of their own.
+pub static CITUS_WORKER_ID_BASE: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static MAX_DRIFT_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static RESERVE_MS: GucSetting<i32> = GucSetting::<i32>::new(1000);
@@ -74,6 +80,17 @@ pub enum LeaseMode {
     Fixed,
     #[name = c"auto"]
     Auto,
+}
+
+/// `pg_idgen.worker_id_source`: `default` (the setting, else the database's row, else a lease) or
+/// `citus` (this node's Citus group id, from `pg_dist_local_group`, plus
+/// `pg_idgen.citus_worker_id_base`).
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum WorkerIdSource {
+    #[name = c"default"]
+    Default,
+    #[name = c"citus"]
+    Citus,
 }
 
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
@@ -123,6 +140,17 @@ fn read_int(setting: &'static GucSetting<i32>) -> i32 {
 pub fn worker_id_setting() -> Option<i32> {
     let w = read_int(&WORKER_ID);
     (w >= 0).then_some(w)
+}
+
+/// `pg_idgen.worker_id_source` (fixed at start; `default` when the library was not preloaded).
+pub fn worker_id_source() -> WorkerIdSource {
+    // SAFETY: as in `read_int`; guc.c only stores ordinals of WorkerIdSource's values.
+    WorkerIdSource::from_ordinal(unsafe { *WORKER_ID_SOURCE.as_ptr() })
+}
+
+/// `pg_idgen.citus_worker_id_base`.
+pub fn citus_worker_id_base() -> i64 {
+    read_int(&CITUS_WORKER_ID_BASE) as i64
 }
 
 /// `pg_idgen.lease_mode` (fixed at start).
@@ -246,11 +274,26 @@ unsafe extern "C-unwind" fn check_layout(
     }
 }
 
+/// Where Citus is preloaded, a worker id set for a database or a role: Citus propagates `ALTER
+/// DATABASE ... SET` and `ALTER ROLE ... SET` made on the coordinator to every node, where it
+/// overrides each node's postgresql.conf, so every node would generate with one worker id.
+/// `PGC_S_TEST` is the validation of such a statement (an ERROR there); the other three are the
+/// values applied at connection (guc.c makes a refusal a WARNING and keeps the node's value).
+fn refused_where_citus(source: pg_sys::GucSource::Type) -> bool {
+    matches!(
+        source,
+        pg_sys::GucSource::PGC_S_TEST
+            | pg_sys::GucSource::PGC_S_DATABASE
+            | pg_sys::GucSource::PGC_S_USER
+            | pg_sys::GucSource::PGC_S_DATABASE_USER
+    ) && crate::citus::preloaded()
+}
+
 #[pg_guard]
 unsafe extern "C-unwind" fn check_worker_id(
     newval: *mut i32,
     _extra: *mut *mut c_void,
-    _source: pg_sys::GucSource::Type,
+    source: pg_sys::GucSource::Type,
 ) -> bool {
     // SAFETY: guc.c passes a valid pointer to the proposed value.
     let w = unsafe { *newval };
@@ -260,6 +303,22 @@ unsafe extern "C-unwind" fn check_worker_id(
             return false;
         }
         return true;
+    }
+    if refused_where_citus(source) {
+        let message = CString::new(
+            "pg_idgen.worker_id cannot be set for a database or a role where Citus is loaded: Citus propagates the setting to every node, which would then generate with the same worker id",
+        )
+        .unwrap_or_default();
+        let hint = CString::new(
+            "Set pg_idgen.worker_id_source = citus in postgresql.conf of every node (each node's worker id is then its Citus group id), or pg_idgen.worker_id in each node's own postgresql.conf.",
+        )
+        .unwrap_or_default();
+        // SAFETY: inside a GUC check hook; guc.c reports and frees these palloc'd strings.
+        unsafe {
+            pg_sys::GUC_check_errmsg_string = pg_sys::pstrdup(message.as_ptr());
+            pg_sys::GUC_check_errhint_string = pg_sys::pstrdup(hint.as_ptr());
+        }
+        return false;
     }
     let spec = match UNREGISTERED_LAYOUT.get() {
         Some(s) => s.clone(),
@@ -491,6 +550,28 @@ fn define_monitor_settings() {
     );
 }
 
+/// `pg_idgen.worker_id_source` and `pg_idgen.citus_worker_id_base` (postmaster).
+fn define_worker_id_source() {
+    GucRegistry::define_enum_guc(
+        c"pg_idgen.worker_id_source",
+        c"Where the worker id comes from: default (pg_idgen.worker_id, else set_worker_id(), else a lease) or citus (this node's Citus group id plus pg_idgen.citus_worker_id_base).",
+        c"citus: every node of a Citus cluster (coordinator 0, each worker its group id from pg_dist_local_group) gets a worker id of its own, nodes added later included; pg_idgen.worker_id must then stay unset. Fixed at server start.",
+        &WORKER_ID_SOURCE,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_idgen.citus_worker_id_base",
+        c"Added to the Citus group id when pg_idgen.worker_id_source = citus.",
+        c"The same on every node of one Citus cluster; give Citus clusters whose rows meet ranges that do not overlap. Fixed at server start.",
+        &CITUS_WORKER_ID_BASE,
+        0,
+        LEASE_MAX_WORKER as i32,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+}
+
 /// `pg_idgen.max_segments` (postmaster): capacity of the shared segment table.
 fn define_max_segments() {
     // An out-of-range value of a custom setting at start is only a WARNING (and the default
@@ -549,7 +630,7 @@ pub fn init(preloading: bool) {
         GucRegistry::define_int_guc_with_hooks(
             c"pg_idgen.worker_id",
             c"Worker id embedded in generated snowflake ids (-1 = not set).",
-            c"Must be unique across every node generating ids with the same layout. Superuser only, so ALTER DATABASE ... SET gives logical shards their own ids.",
+            c"Must be unique across every node generating ids with the same layout. Superuser only, so ALTER DATABASE ... SET gives logical shards their own ids (not where Citus is loaded: refused there, as Citus would give every node the same).",
             &WORKER_ID,
             -1,
             i32::MAX,
@@ -609,6 +690,7 @@ pub fn init(preloading: bool) {
         GucFlags::default(),
     );
     if preloading {
+        define_worker_id_source();
         define_max_segments();
         define_keyed_cache_size();
         define_lease_settings();
@@ -617,6 +699,12 @@ pub fn init(preloading: bool) {
         unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
     }
 
+    if preloading && worker_id_source() == WorkerIdSource::Citus && lease_mode() != LeaseMode::Off {
+        record_startup_rejection(
+            "pg_idgen.worker_id_source",
+            "citus takes the worker id from the node's Citus group; pg_idgen.lease_mode must then be off",
+        );
+    }
     let rejected = STARTUP_REJECTION.with(|r| r.borrow().is_some());
     if preloading && !rejected && lease_mode() == LeaseMode::Auto {
         // Every setting of postgresql.conf is applied now: the range auto mode leases from must

@@ -50,6 +50,7 @@
 use pgrx::prelude::*;
 
 mod catalog;
+mod citus;
 mod clock;
 mod compat;
 mod decode;

@@ -81,5 +81,10 @@ extension_sql_file!(
     name = "monitor",
     requires = ["snowflake", "segment", "lease", decode::snowflake_layout, monitor::pg_idgen_worker_slots]
 );
+extension_sql_file!(
+    "../sql/citus.sql",
+    name = "citus",
+    requires = ["segment", "keyed", worker::snowflake_worker_with_lease]
+);
 // Last (finalize): the guards of what must not replicate cover every table made above.
 extension_sql_file!("../sql/replication.sql", name = "replication", finalize);

@@ -8,6 +8,11 @@
 //! The row is read with SPI once and cached per backend; the catalog trigger's relcache
 //! invalidation (see `layouts`) drops the cache in every backend when the table changes. The
 //! setting is read on every call, so `SET`, `ALTER DATABASE … SET` and reloads apply at once.
+//!
+//! With `pg_idgen.worker_id_source = citus` neither is used: the worker id is this node's Citus
+//! group id (`pg_dist_local_group`: 0 on the coordinator, a number of its own on every worker,
+//! never given to another node by Citus) plus `pg_idgen.citus_worker_id_base`, once the group is
+//! in `pg_dist_node` (a worker not added yet still says group 0, the coordinator's).
 
 use std::cell::Cell;
 
@@ -28,6 +33,96 @@ struct Stored {
 thread_local! {
     /// `None`: not read yet (or invalidated); `Some(None)`: no row.
     static CACHE: Cell<Option<Option<Stored>>> = const { Cell::new(None) };
+    /// The Citus group id of this node, once it was found in `pg_dist_node` (it never changes
+    /// then: a node removed and added again gets a new group, and the old one is retired).
+    static CITUS_GROUP: Cell<Option<i64>> = const { Cell::new(None) };
+}
+
+/// Why the Citus group cannot give a worker id.
+enum CitusGroup {
+    Found(i64),
+    NoCitus,
+    NotInMetadata(i64),
+}
+
+fn citus_group() -> CitusGroup {
+    if let Some(g) = CITUS_GROUP.with(|c| c.get()) {
+        return CitusGroup::Found(g);
+    }
+    // Citus's own tables in pg_catalog (only a superuser creates relations there), read by OID
+    // like the extension's tables: no SQL, so nothing for Citus's planner to route.
+    // SAFETY: name lookups within pg_catalog, given by OID.
+    let (local, nodes) = unsafe {
+        (
+            pg_sys::get_relname_relid(c"pg_dist_local_group".as_ptr(), pg_sys::PG_CATALOG_NAMESPACE.into()),
+            pg_sys::get_relname_relid(c"pg_dist_node".as_ptr(), pg_sys::PG_CATALOG_NAMESPACE.into()),
+        )
+    };
+    if local == pg_sys::InvalidOid || nodes == pg_sys::InvalidOid {
+        return CitusGroup::NoCitus;
+    }
+    let mut group = None;
+    if !tables::scan(local, |r| group = group.or(r.i64("groupid"))) {
+        return CitusGroup::NoCitus;
+    }
+    let Some(group) = group else { return CitusGroup::NoCitus };
+    let mut listed = false;
+    tables::scan(nodes, |r| listed |= r.i64("groupid") == Some(group));
+    if !listed {
+        return CitusGroup::NotInMetadata(group);
+    }
+    if tables::fresh() {
+        CITUS_GROUP.with(|c| c.set(Some(group)));
+    }
+    CitusGroup::Found(group)
+}
+
+/// The worker id of `pg_idgen.worker_id_source = citus`, or why there is none (SQLSTATE, message,
+/// hint).
+fn citus_worker_id() -> Result<i64, (Code, String, String)> {
+    if let Some(w) = gucs::worker_id_setting() {
+        return Err((
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("pg_idgen.worker_id is {w}, but pg_idgen.worker_id_source = citus takes the worker id from this node's Citus group"),
+            "Remove pg_idgen.worker_id from postgresql.conf (and any SET of it): with worker_id_source = citus every node's worker id is its Citus group id.".into(),
+        ));
+    }
+    let group = match citus_group() {
+        CitusGroup::Found(g) => g,
+        CitusGroup::NoCitus => {
+            return Err((
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "pg_idgen.worker_id_source = citus, but the citus extension is not installed in this database".into(),
+                "Generate ids in the database of the Citus cluster (CREATE EXTENSION citus there), or set pg_idgen.worker_id_source = default with a worker id of its own.".into(),
+            ))
+        }
+        CitusGroup::NotInMetadata(g) => {
+            return Err((
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("pg_idgen.worker_id_source = citus, but this node's Citus group {g} is not in pg_dist_node: the node is not part of a Citus cluster yet"),
+                "On the coordinator: SELECT citus_set_coordinator_host('<host>', <port>); a worker: add it from the coordinator with citus_add_node() (its metadata then names its group).".into(),
+            ))
+        }
+    };
+    let w = gucs::citus_worker_id_base() + group;
+    let layout = gucs::layout();
+    if w as u64 > layout.max_worker() {
+        return Err((
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "worker id {w} (Citus group {group} + pg_idgen.citus_worker_id_base {}) does not fit the {} worker bits of pg_idgen.layout (0 .. {})",
+                gucs::citus_worker_id_base(),
+                layout.worker_bits,
+                layout.max_worker()
+            ),
+            "Choose a layout with more worker bits, or a smaller pg_idgen.citus_worker_id_base.".into(),
+        ));
+    }
+    Ok(w)
+}
+
+fn citus_mode() -> bool {
+    gucs::worker_id_source() == gucs::WorkerIdSource::Citus
 }
 
 pub fn invalidate() {
@@ -69,6 +164,9 @@ fn stored() -> Option<Stored> {
 /// This session's worker id if one is configured and usable, without raising (with an
 /// automatic lease and nothing configured: the leased id).
 pub fn resolve_quietly() -> Option<i64> {
+    if citus_mode() {
+        return citus_worker_id().ok();
+    }
     if let Some(w) = gucs::worker_id_setting() {
         return Some(w as i64);
     }
@@ -83,6 +181,12 @@ pub fn resolve_quietly() -> Option<i64> {
 /// The worker id this session configured (setting, else table row), None when neither; raises
 /// when the stored one was made on another cluster or does not fit the layout.
 pub fn configured() -> Option<i64> {
+    if citus_mode() {
+        return match citus_worker_id() {
+            Ok(w) => Some(w),
+            Err((code, message, hint)) => raise(code, message, Some(&hint)),
+        };
+    }
     if let Some(w) = gucs::worker_id_setting() {
         return Some(w as i64);
     }
@@ -122,6 +226,13 @@ pub fn configured() -> Option<i64> {
 #[pg_extern(volatile, parallel_unsafe, strict)]
 fn set_worker_id(worker_id: i32) {
     prevent_during_recovery(c"set_worker_id()");
+    if citus_mode() {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "set_worker_id() is not used with pg_idgen.worker_id_source = citus: the worker id is this node's Citus group id",
+            None,
+        );
+    }
     let layout = gucs::layout();
     if worker_id < 0 || worker_id as u64 > layout.max_worker() {
         raise(
@@ -182,6 +293,10 @@ fn snowflake_worker_with_lease() -> TableIterator<
 > {
     let lease = crate::lease::summary();
     let lease_text = lease.as_ref().map_or_else(|| "off".to_string(), |(_, t)| t.clone());
+    if citus_mode() {
+        let w = citus_worker_id().ok().and_then(|w| i32::try_from(w).ok());
+        return TableIterator::once((w, Some("citus".to_string()), None, None, lease_text));
+    }
     let row = match (gucs::worker_id_setting(), stored()) {
         (Some(w), _) => (Some(w), Some("setting".to_string()), None, None, lease_text),
         (None, Some(s)) => (
