@@ -36,6 +36,11 @@
 #                          stopped and caught up, one joining live and one leaving; no value twice,
 #                          no apply conflict, every row on every node (tests/multimaster/run.sh;
 #                          part of make test on 16 and 18; MM_WORKER_IDS=lease: leased worker ids)
+#   make test-citus [PG=NN]   PostgreSQL 16+: a Citus 14.0.1 cluster (scripts/citus.sh: built once per
+#                          machine from ../shared/vendor/citus-14.0.1.tar.gz) — coordinator and two
+#                          workers, a third added under load, a rebalance, a shard move, kill -9;
+#                          every insert form through every node; no value twice, every worker id the
+#                          evaluating node's Citus group (tests/citus/run.sh)
 #   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
 #   make test-monitoring [PG=NN]   prometheus/: promtool check + test of the alert rules, then a
 #                          real postgres_exporter (Debian's) scraping a cluster of that major
@@ -98,7 +103,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 .NOTPARALLEL:
 
 .PHONY: deps build install install-test run psql stop test test-matrix test-docs test-core test-pgrx \
-        test-all test-regress test-integration test-clients test-ha test-partition test-multimaster test-upgrade test-extension-update test-package \
+        test-all test-regress test-integration test-clients test-ha test-partition test-multimaster test-citus test-upgrade test-extension-update test-package \
         test-monitoring test-monitoring-rules \
         test-assert bench pgenv package clean clean-servers
 
@@ -219,6 +224,13 @@ test-partition: install-test
 test-multimaster: install-test
 	@echo "=== active-active on PostgreSQL $(PG): tests/multimaster/run.sh ==="
 	tests/multimaster/run.sh
+
+# Citus 14.0.1 from the vendored tarball, built once per machine (scripts/citus.sh) and installed
+# into this major; PostgreSQL 16+
+test-citus: install-test
+	@echo "=== Citus on PostgreSQL $(PG): tests/citus/run.sh ==="
+	scripts/citus.sh $(PG) >/dev/null
+	tests/citus/run.sh
 
 test-clients: install-test
 	@echo "=== client libraries on PostgreSQL $(PG): tests/clients/run.sh ==="
