@@ -8,7 +8,8 @@
 # What is counted: with client_min_messages = debug5 the server reports every start of a
 # subtransaction to the client ("StartSubTransaction", ShowTransactionState in xact.c). The
 # control, a PL/pgSQL block with an EXCEPTION clause (one subtransaction per run), shows the count
-# works. Then bulk loads that cross many refills of a tag (INSERT ... SELECT, COPY, multi-row
+# works (each start prints one line per level of the nest; the outermost, level 1, is counted).
+# Then bulk loads that cross many refills of a tag (INSERT ... SELECT, COPY, multi-row
 # VALUES) of a plain, a strided and a slotted tag, and keyed_next / snowflake_next: none may start
 # one (0.5.0 started one per refill: 200 for 2,000 values of a tag of step 10). The values are
 # still durable before they are handed out (below the backing sequence's high-water mark), none
@@ -34,7 +35,7 @@ q "$C" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
 subtx() {
     local args=(-c "SET client_min_messages = debug5") s
     for s in "$@"; do args+=(-c "$s"); done
-    "$CLUSTER" psql "$C" -At -v ON_ERROR_STOP=1 "${args[@]}" 2>&1 >/dev/null | grep -c 'StartSubTransaction' || true
+    "$CLUSTER" psql "$C" -At -v ON_ERROR_STOP=1 "${args[@]}" 2>&1 >/dev/null | grep -c 'StartSubTransaction(1)' || true
 }
 
 n=$(subtx "DO \$\$ BEGIN PERFORM 1 / 0; EXCEPTION WHEN division_by_zero THEN NULL; END \$\$")
