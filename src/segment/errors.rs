@@ -1,38 +1,88 @@
 //! Errors and checks shared by several segment files, at the bottom so that every file above can
 //! use them without depending on a sibling: an unknown tag, a tag whose backing sequence is gone,
-//! a sequence at the end of bigint; the checks of the superuser-only functions (superuser, a
-//! writable server) and their argument errors.
+//! a sequence at the end of bigint; the [`Refusal`] a reservation returns instead of raising; the
+//! checks of the superuser-only functions (superuser, a writable server) and their argument errors.
 
 use pgrx::pg_sys;
 
-use crate::errors::{raise, Code};
+use crate::errors::{raise, raise_full, Code};
+
+/// A reservation of chunks that the tag's state refuses: the tag or its sequence is gone, this
+/// node holds no slot or no valid lease, the registry did not answer, bigint is used up.
+///
+/// Returned, never raised, by the kinds of tag: a backend left with no value raises it at once
+/// ([`Refusal::raise`]); a backend refilling *ahead*, which already holds its value, keeps that
+/// value and records the failed refill. An ERROR cannot be survived inside the caller's
+/// transaction without a subtransaction, and a reservation must not open one: every
+/// subtransaction is a SAVEPOINT that Citus sends over the connections a COPY keeps busy (the
+/// session dies), and past 64 of them in one transaction snapshots overflow their subxid cache.
+/// Errors of PostgreSQL itself (a cancel, a WAL flush, a sequence at its MAXVALUE) stay ERRORs.
+#[must_use]
+pub(super) struct Refusal {
+    code: Code,
+    message: String,
+    detail: Option<String>,
+    hint: Option<&'static str>,
+}
+
+impl Refusal {
+    pub(super) fn new(code: Code, message: impl Into<String>, hint: Option<&'static str>) -> Refusal {
+        Refusal { code, message: message.into(), detail: None, hint }
+    }
+
+    pub(super) fn with_detail(mut self, detail: impl Into<String>) -> Refusal {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// Raises it as the ERROR it stands for.
+    #[cold]
+    pub(super) fn raise(self) -> ! {
+        raise_full(self.code, self.message, self.detail, self.hint)
+    }
+}
 
 /// No such tag in this database: 42704.
-pub(super) fn unknown_tag(tag: &str) -> ! {
-    raise(
+pub(super) fn no_such_tag(tag: &str) -> Refusal {
+    Refusal::new(
         Code::ERRCODE_UNDEFINED_OBJECT,
         format!("segment tag \"{tag}\" does not exist"),
         Some("Create it with segment_create(tag) (as a superuser); SELECT tag FROM segment_status lists the tags of this database."),
     )
 }
 
+/// [`no_such_tag`], raised.
+pub(super) fn unknown_tag(tag: &str) -> ! {
+    no_such_tag(tag).raise()
+}
+
 /// A tag's backing sequence is gone (dropped by the owner of the extension's schema, which it can
 /// be, not being an extension member): no value can be reserved or trusted.
-pub(super) fn missing_sequence(seqoid: pg_sys::Oid) -> ! {
-    raise(
+pub(super) fn sequence_gone(seqoid: pg_sys::Oid) -> Refusal {
+    Refusal::new(
         Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         format!("the backing sequence (OID {}) of a segment tag does not exist", u32::from(seqoid)),
         Some("It was dropped by hand. Values handed out before are unknown: recreate the tag with segment_create(tag, start => ...) above every value your tables hold."),
     )
 }
 
+/// [`sequence_gone`], raised.
+pub(super) fn missing_sequence(seqoid: pg_sys::Oid) -> ! {
+    sequence_gone(seqoid).raise()
+}
+
 /// The chunks a reservation got would go past the largest bigint: 2200H.
-pub(super) fn overflow_oid(seqoid: pg_sys::Oid) -> ! {
-    raise(
+pub(super) fn past_bigint(seqoid: pg_sys::Oid) -> Refusal {
+    Refusal::new(
         Code::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
         format!("segment sequence {} has reached the largest bigint value", u32::from(seqoid)),
         None,
     )
+}
+
+/// [`past_bigint`], raised.
+pub(super) fn overflow_oid(seqoid: pg_sys::Oid) -> ! {
+    past_bigint(seqoid).raise()
 }
 
 /// The superuser-only functions (create, drop, set, slot hand-over): 42501 for anyone else.

@@ -14,62 +14,66 @@ use pgrx::prelude::*;
 use super::chunk::Reserved;
 use super::config::TagConfig;
 use super::durable::{next_chunk, reserve_starts};
-use super::errors::overflow_oid;
+use super::errors::{past_bigint, Refusal};
 use super::owners::{self, HeldSlot, NotHeld};
 use super::slot_rows::{slot_origin, slot_rows};
 use super::table::MAX_SLOTS;
 use crate::catalog::RunAs;
 use crate::clock::monotonic_ms;
-use crate::errors::{raise, raise_full, Code};
+use crate::errors::Code;
 
 /// Longest a reservation waits for the lease worker to raise a slot's ceiling.
 const CEILING_WAIT_MS: i64 = 10_000;
 
 /// This node may not serve registry-owned slots now (no valid lease): 55000.
-#[cold]
-pub(super) fn not_serving(tag: &str) -> ! {
-    raise_full(
+fn not_serving_now(tag: &str) -> Refusal {
+    Refusal::new(
         Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         format!("this node does not hold the slots of segment tag \"{tag}\" now: its lease of the registry is not valid"),
-        Some("The slots of a tag created with registry => true are served only while this node's worker id lease is valid and its lease worker has read them from the registry.".to_string()),
         Some("See SELECT * FROM snowflake_lease() and the server log; serving resumes when the lease is renewed."),
     )
+    .with_detail("The slots of a tag created with registry => true are served only while this node's worker id lease is valid and its lease worker has read them from the registry.")
 }
 
+/// [`not_serving_now`], raised.
 #[cold]
-fn no_slot(tag: &str) -> ! {
-    raise(
+pub(super) fn not_serving(tag: &str) -> ! {
+    not_serving_now(tag).raise()
+}
+
+fn no_slot(tag: &str) -> Refusal {
+    Refusal::new(
         Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         format!("this node holds no slot of segment tag \"{tag}\" in the registry"),
         Some("Move slots to this node's worker id with segment_registry_move() or segment_registry_rebalance() on the registry database."),
     )
 }
 
-fn held_here(tag: &str, cfg: &TagConfig) -> Vec<HeldSlot> {
+fn held_here(tag: &str, cfg: &TagConfig) -> Result<Vec<HeldSlot>, Refusal> {
     let held = match owners::held(tag) {
         Ok(h) => h,
-        Err(NotHeld::OtherDatabase(db)) => raise(
+        Err(NotHeld::OtherDatabase(db)) => return Err(Refusal::new(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("the registry slots of segment tag \"{tag}\" are served by another database of this node (OID {})", u32::from(db)),
             Some("A registry-owned tag is served by one database per node: name it in pg_idgen.registry_database and reload."),
-        ),
-        Err(NotHeld::NotTheRegistryDatabase(name)) => raise(
+        )),
+        Err(NotHeld::NotTheRegistryDatabase(name)) => return Err(Refusal::new(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("the registry slots of segment tag \"{tag}\" are served by database \"{name}\" on this node (pg_idgen.registry_database)"),
             Some("Call segment_next() for registry-owned tags in that database, or change pg_idgen.registry_database and reload."),
-        ),
+        )),
     };
     if let Some(other) = held.iter().find(|s| s.slots != cfg.slots) {
-        raise(
+        return Err(Refusal::new(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!(
                 "segment tag \"{tag}\" has {} slots on this node but {} in the registry",
                 cfg.slots, other.slots
             ),
             Some("Every node must create the tag with the same slots, step and start as the registry's assignment."),
-        );
+        ));
     }
-    held
+    Ok(held)
 }
 
 /// Reserves `mult` chunks from the least-used slot this node holds in the registry. Returns
@@ -80,11 +84,11 @@ pub(super) fn reserve_leased(
     cfg: &TagConfig,
     mult: i64,
     slot_high: Option<&[i64; MAX_SLOTS]>,
-) -> Reserved {
+) -> Result<Reserved, Refusal> {
     if !owners::serving() {
-        not_serving(tag);
+        return Err(not_serving_now(tag));
     }
-    let held = held_here(tag, cfg);
+    let held = held_here(tag, cfg)?;
     let rows = slot_rows(tag);
     let stride = cfg.stride;
     let cands: Vec<(i64, i64, HeldSlot, pg_sys::Oid)> = held
@@ -100,13 +104,13 @@ pub(super) fn reserve_leased(
         })
         .collect();
     let pick: Vec<(i64, i64)> = cands.iter().map(|c| (c.0, c.1)).collect();
-    let Some((slot, _)) = pick_least_used(&pick, None) else { no_slot(tag) };
-    let (_, _, h, seqoid) = *cands.iter().find(|c| c.0 == slot).unwrap_or_else(|| no_slot(tag));
+    let Some((slot, _)) = pick_least_used(&pick, None) else { return Err(no_slot(tag)) };
+    let Some(&(_, _, h, seqoid)) = cands.iter().find(|c| c.0 == slot) else { return Err(no_slot(tag)) };
     let origin = slot_origin(cfg, slot);
     let Some(first) =
         origin.checked_add(h.floor.saturating_mul(stride)).filter(|f| f.checked_add(cfg.unit).is_some())
     else {
-        overflow_oid(seqoid)
+        return Err(past_bigint(seqoid));
     };
     let next = next_chunk(seqoid, stride).unwrap_or(origin);
     if next < first {
@@ -125,10 +129,10 @@ pub(super) fn reserve_leased(
     match admit(idx, end, h.floor, h.ceiling) {
         Admit::Go => {}
         Admit::GoAndAsk => owners::ask(tag, slot, end),
-        Admit::BelowFloor => return Reserved { slot: Some(slot), seg: None, gap: true },
+        Admit::BelowFloor => return Ok(Reserved { slot: Some(slot), seg: None, gap: true }),
         Admit::Wait => {
-            if !wait_for_ceiling(tag, slot, h.epoch, end) {
-                return Reserved { slot: Some(slot), seg: None, gap: true };
+            if !wait_for_ceiling(tag, slot, h.epoch, end)? {
+                return Ok(Reserved { slot: Some(slot), seg: None, gap: true });
             }
         }
     }
@@ -144,17 +148,17 @@ pub(super) fn reserve_leased(
             owners::ask(tag, slot, last + 1);
         }
     }
-    Reserved { slot: Some(slot), seg: Segment::from_chunks(&starts, cfg.unit, stride), gap: !ok }
+    Ok(Reserved { slot: Some(slot), seg: Segment::from_chunks(&starts, cfg.unit, stride), gap: !ok })
 }
 
 /// Waits until the worker published a ceiling of at least `end` for (tag, slot) under `epoch`:
-/// true; false when the slot moved meanwhile. 55000 when the node's validity ends or after
-/// CEILING_WAIT_MS; interruptible.
-fn wait_for_ceiling(tag: &str, slot: i64, epoch: u64, end: i64) -> bool {
+/// true; false when the slot moved meanwhile. Refused (55000) when the node's validity ends or
+/// after CEILING_WAIT_MS; interruptible.
+fn wait_for_ceiling(tag: &str, slot: i64, epoch: u64, end: i64) -> Result<bool, Refusal> {
     let deadline = monotonic_ms() + CEILING_WAIT_MS;
     loop {
         owners::ask(tag, slot, end);
-        let Some(cv) = owners::cv() else { return false };
+        let Some(cv) = owners::cv() else { return Ok(false) };
         // SAFETY: the condition variable lives in shared memory for the server's life; the
         // sleep is cancelled below (and by abort after an ERROR).
         unsafe { pg_sys::ConditionVariablePrepareToSleep(cv) };
@@ -163,35 +167,35 @@ fn wait_for_ceiling(tag: &str, slot: i64, epoch: u64, end: i64) -> bool {
             None => {
                 // SAFETY: as above.
                 unsafe { pg_sys::ConditionVariableCancelSleep() };
-                return false;
+                return Ok(false);
             }
             Some(s) if s.epoch != epoch => {
                 // SAFETY: as above.
                 unsafe { pg_sys::ConditionVariableCancelSleep() };
-                return false;
+                return Ok(false);
             }
             Some(s) if end <= s.ceiling => {
                 // SAFETY: as above.
                 unsafe { pg_sys::ConditionVariableCancelSleep() };
-                return true;
+                return Ok(true);
             }
             Some(_) => {}
         }
         if !owners::serving() {
             // SAFETY: as above.
             unsafe { pg_sys::ConditionVariableCancelSleep() };
-            not_serving(tag);
+            return Err(not_serving_now(tag));
         }
         let left = deadline - monotonic_ms();
         if left <= 0 {
             // SAFETY: as above.
             unsafe { pg_sys::ConditionVariableCancelSleep() };
-            raise_full(
+            return Err(Refusal::new(
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!("the registry did not raise the ceiling of slot {slot} of segment tag \"{tag}\" within {CEILING_WAIT_MS} ms"),
-                Some(format!("Chunks up to {end} of the slot were asked for.")),
                 Some("The lease worker raises ceilings in the registry; see SELECT * FROM snowflake_lease() and the server log."),
-            );
+            )
+            .with_detail(format!("Chunks up to {end} of the slot were asked for.")));
         }
         // SAFETY: as above; the sleep is bounded and interruptible.
         unsafe {

@@ -1,8 +1,12 @@
 //! Refill: the layer between `segment_next` and the kinds of tag. It installs what the tag's kind
 //! reserved ([`reserve_chunks`] asks it: `plain`, `slotted` or `leased`) in the entry's shared
-//! double buffer — one refill in flight per entry, in a subtransaction, waking the backends that
-//! wait for it, adapting the step — or, for a tag created by the current transaction, in this
-//! backend's private buffer ([`private_next`]).
+//! double buffer — one refill in flight per entry, waking the backends that wait for it, adapting
+//! the step — or, for a tag created by the current transaction, in this backend's private buffer
+//! ([`private_next`]).
+//!
+//! No refill opens a subtransaction in the caller's transaction (see [`Refusal`]): what the tag's
+//! state refuses comes back as a value, and a PostgreSQL ERROR is caught only to mark the refill
+//! ended and wake its waiters, then raised again.
 
 use pg_idgen_core::segment::{next_multiple, Buffers, Take};
 use pgrx::pg_sys;
@@ -10,7 +14,7 @@ use pgrx::pg_sys;
 use super::chunk::{Kind, Reserved};
 use super::claim::release_claim;
 use super::config::{read_config, TagConfig};
-use super::errors::{missing_sequence, overflow_oid, unknown_tag};
+use super::errors::{no_such_tag, overflow_oid, sequence_gone, Refusal};
 use super::leased::{not_serving, reserve_leased};
 use super::marks;
 use super::owners;
@@ -18,7 +22,6 @@ use super::plain::reserve_plain;
 use super::slotted::reserve_slotted;
 use super::table::{cv_ptr, entry_ptr, Entry, Held, MAX_SLOTS};
 use crate::clock::now_unix_ms;
-use crate::errors::Code;
 use crate::tables;
 
 /// Asks the tag's kind for `mult` chunks. `seqoid`, `unit` and `stride` are a plain tag's (the
@@ -28,7 +31,7 @@ use crate::tables;
 /// A tag created with `registry_marks => true` (`marks` has the rule): with `read_marks` (the
 /// first reservation of an entry, or a private buffer's), the slots' sequences move above the
 /// registry's marks first; the chunks reserved are handed out only once the registry raised the
-/// slot's mark to their last value. 55000 otherwise (the chunks are a gap).
+/// slot's mark to their last value. Refused (55000) otherwise: the chunks are a gap.
 fn reserve_chunks(
     tag: &str,
     cfg: &TagConfig,
@@ -36,51 +39,41 @@ fn reserve_chunks(
     mult: i64,
     slot_high: Option<&[i64; MAX_SLOTS]>,
     read_marks: bool,
-) -> Reserved {
+) -> Result<Reserved, Refusal> {
     // SAFETY: a flag of the current transaction (on a standby every transaction is read-only:
     // marks read there could be older than the primary's last raises; the reservation below
     // refuses anyway).
     if cfg.registry_marks && read_marks && !unsafe { pg_sys::XactReadOnly } {
-        marks::lift(tag, cfg);
+        marks::lift(tag, cfg)?;
     }
     let r = match Kind::of(cfg) {
-        Kind::Plain => reserve_plain(seqoid, unit, stride, mult),
-        Kind::Slotted => reserve_slotted(tag, cfg, mult, slot_high),
-        Kind::Registry => reserve_leased(tag, cfg, mult, slot_high),
+        Kind::Plain => reserve_plain(seqoid, unit, stride, mult)?,
+        Kind::Slotted => reserve_slotted(tag, cfg, mult, slot_high)?,
+        Kind::Registry => reserve_leased(tag, cfg, mult, slot_high)?,
     };
     if cfg.registry_marks && !r.gap {
         if let Some(seg) = &r.seg {
-            marks::raise(tag, cfg, r.slot, seg);
+            marks::raise(tag, cfg, r.slot, seg)?;
         }
     }
-    r
+    Ok(r)
 }
 
-/// Runs `f` in an internal subtransaction, as a PL/pgSQL exception block does: an ERROR in `f`
-/// rolls the subtransaction back (releasing the sequence's buffer lock, its relation and
-/// whatever else it held) and is returned, so the caller decides whether to rethrow it.
-fn in_subtransaction<T>(
+/// Runs `f`; if it raises a PostgreSQL ERROR, runs `cleanup` and raises the same ERROR again.
+/// The PG_TRY / PG_CATCH / PG_RE_THROW pattern: no subtransaction, nothing survived — the
+/// caller's transaction aborts as it would without the catch; `cleanup` only touches shared
+/// memory under this file's locks (an ended refill must not leave its entry "refilling" for the
+/// other backends).
+fn on_error_rethrow<T>(
     f: impl FnOnce() -> T + std::panic::UnwindSafe,
-) -> Result<T, Box<pgrx::pg_sys::panic::CaughtError>> {
-    // SAFETY: the standard internal-subtransaction protocol (see plpgsql's exec_stmt_block): save
-    // the memory context and resource owner, begin, run, then release or roll back and restore.
-    unsafe {
-        let cxt = pg_sys::CurrentMemoryContext;
-        let owner = pg_sys::CurrentResourceOwner;
-        pg_sys::BeginInternalSubTransaction(std::ptr::null());
-        pg_sys::MemoryContextSwitchTo(cxt);
-        let result = pgrx::PgTryBuilder::new(move || Ok(f())).catch_others(|e| Err(Box::new(e))).execute();
-        match result {
-            Ok(_) => pg_sys::ReleaseCurrentSubTransaction(),
-            Err(_) => {
-                pg_sys::MemoryContextSwitchTo(cxt);
-                pg_sys::RollbackAndReleaseCurrentSubTransaction();
-            }
-        }
-        pg_sys::MemoryContextSwitchTo(cxt);
-        pg_sys::CurrentResourceOwner = owner;
-        result
-    }
+    cleanup: impl Fn() + std::panic::UnwindSafe + std::panic::RefUnwindSafe,
+) -> T {
+    pgrx::PgTryBuilder::new(f)
+        .catch_others(move |e| {
+            cleanup();
+            e.rethrow()
+        })
+        .execute()
 }
 
 /// Refills entry `idx` (generation `gen`). `sync`: both buffers were empty and the caller has no
@@ -105,22 +98,34 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
         finish_refill(idx, gen, |e| e.refilling = false);
         return; // in a read-only transaction only a caller left with no value reserves (and fails)
     }
-    let reserved = in_subtransaction(move || {
-        // Every reservation checks the entry against the catalog first: a tag dropped with the
-        // extension, or whose sequence was dropped by hand, is not served any further.
-        let cfg = read_config(&tag).filter(|cfg| cfg.seqoid == seqoid && cfg.slotted == slotted);
-        let Some(cfg) = cfg else {
-            release_claim(idx, gen);
-            unknown_tag(&tag);
-        };
-        if tables::sequence_state(seqoid).is_none() {
-            missing_sequence(seqoid);
-        }
-        let r = reserve_chunks(&tag, &cfg, (seqoid, unit, stride), mult, slot_high.as_ref(), !marks_read);
-        // SAFETY: a flag of the current transaction.
-        let lifted = cfg.registry_marks && !marks_read && !unsafe { pg_sys::XactReadOnly };
-        (r.slot, r.seg, r.gap, lifted)
-    });
+    let reserved = on_error_rethrow(
+        move || -> Result<_, Refusal> {
+            // Every reservation checks the entry against the catalog first: a tag dropped with
+            // the extension, or whose sequence was dropped by hand, is not served any further.
+            let cfg = read_config(&tag).filter(|cfg| cfg.seqoid == seqoid && cfg.slotted == slotted);
+            let Some(cfg) = cfg else {
+                release_claim(idx, gen);
+                return Err(no_such_tag(&tag));
+            };
+            if tables::sequence_state(seqoid).is_none() {
+                return Err(sequence_gone(seqoid));
+            }
+            let r = reserve_chunks(&tag, &cfg, (seqoid, unit, stride), mult, slot_high.as_ref(), !marks_read)?;
+            // SAFETY: a flag of the current transaction.
+            let lifted = cfg.registry_marks && !marks_read && !unsafe { pg_sys::XactReadOnly };
+            Ok((r.slot, r.seg, r.gap, lifted))
+        },
+        // an ERROR of PostgreSQL's (a cancel, among others a cancelled wait for synchronous
+        // standbys): the statement ends; the entry must not stay "refilling"
+        || {
+            finish_refill(idx, gen, |e| {
+                e.refilling = false;
+                if !sync {
+                    e.ahead_failed = true;
+                }
+            })
+        },
+    );
     let (slot, seg) = match reserved {
         Ok((_, _, true, lifted)) => {
             // the slot was released while this reserved: a gap; the caller tries again
@@ -136,20 +141,15 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
             }
             (slot, seg)
         }
-        Err(error) => {
+        Err(refusal) => {
             finish_refill(idx, gen, |e| {
                 e.refilling = false;
                 if !sync {
                     e.ahead_failed = true;
                 }
             });
-            // a cancel from PostgreSQL (CHECK_FOR_INTERRUPTS) or from us (a cancelled wait for
-            // synchronous standbys, flush_wal_and_wait_for_sync_standbys) ends the statement
-            use pgrx::pg_sys::panic::CaughtError;
-            let cancelled = matches!(&*error, CaughtError::PostgresError(r) | CaughtError::ErrorReport(r)
-                if matches!(r.sql_error_code(), Code::ERRCODE_QUERY_CANCELED | Code::ERRCODE_ADMIN_SHUTDOWN));
-            if sync || cancelled {
-                error.rethrow();
+            if sync {
+                refusal.raise();
             }
             return; // the caller's value stands; the next synchronous refill retries and reports
         }
@@ -263,7 +263,8 @@ pub(super) fn private_next(tag: &str, cfg: &TagConfig) -> i64 {
                 }
             }
         }
-        let r = reserve_chunks(tag, cfg, (cfg.seqoid, cfg.unit, cfg.stride), cfg.mult, None, true);
+        let r = reserve_chunks(tag, cfg, (cfg.seqoid, cfg.unit, cfg.stride), cfg.mult, None, true)
+            .unwrap_or_else(|refusal| refusal.raise());
         if r.gap {
             continue;
         }

@@ -14,12 +14,13 @@ use pg_idgen_core::slots::pick_least_used;
 use super::chunk::Reserved;
 use super::config::TagConfig;
 use super::durable::{next_chunk, reserve};
+use super::errors::Refusal;
 use super::slot_rows::{slot_rows, SlotRow};
 use super::table::MAX_SLOTS;
-use crate::errors::{raise, Code};
+use crate::errors::Code;
 
-fn no_slot(tag: &str) -> ! {
-    raise(
+fn no_slot(tag: &str) -> Refusal {
+    Refusal::new(
         Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         format!("this node owns no slot of segment tag \"{tag}\""),
         Some("Adopt a slot with segment_slot_adopt(tag, slot, mark), or move slots to this node."),
@@ -36,7 +37,7 @@ pub(super) fn reserve_slotted(
     cfg: &TagConfig,
     mult: i64,
     slot_high: Option<&[i64; MAX_SLOTS]>,
-) -> Reserved {
+) -> Result<Reserved, Refusal> {
     let stride = cfg.stride;
     let owned: Vec<SlotRow> = slot_rows(tag).into_iter().filter(|r| r.owned).collect();
     // In memory when the entry knows (no read of every slot's sequence per reservation).
@@ -48,10 +49,10 @@ pub(super) fn reserve_slotted(
             .collect(),
         None => owned.iter().filter_map(|r| next_chunk(r.seqoid, stride).map(|n| (r.slot, n))).collect(),
     };
-    let Some((slot, _)) = pick_least_used(&cands, None) else { no_slot(tag) };
-    let seqoid = owned.iter().find(|r| r.slot == slot).map(|r| r.seqoid).unwrap_or_else(|| no_slot(tag));
+    let Some((slot, _)) = pick_least_used(&cands, None) else { return Err(no_slot(tag)) };
+    let Some(seqoid) = owned.iter().find(|r| r.slot == slot).map(|r| r.seqoid) else { return Err(no_slot(tag)) };
     let seg = reserve(seqoid, cfg.unit, stride, mult);
     // Released (or handed over) while this reserved: the chunks are not served.
     let still = slot_rows(tag).iter().any(|r| r.slot == slot && r.owned && r.seqoid == seqoid);
-    Reserved { slot: Some(slot), seg, gap: !still }
+    Ok(Reserved { slot: Some(slot), seg, gap: !still })
 }
