@@ -175,6 +175,7 @@ test:
 # runs there only the scripts that exercise version-specific code) and the packages of all four
 test-all:
 	FULL_INTEGRATION_MAJORS=all PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
+	  CITUS_MAJORS="16 17 18" \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
 
 # scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors;

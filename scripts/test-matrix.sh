@@ -6,7 +6,7 @@
 #   Several:       docs and core once (they do not depend on PostgreSQL), then pgrx, regress, integration
 #                  and clients on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
 #                  (default 15 -> 18) when both are in the list.
-#   Env: MATRIX_LAYERS="docs core rules pgrx regress integration clients monitoring ha partition multimaster extupdate package upgrade"
+#   Env: MATRIX_LAYERS="docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade"
 #        restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
 #        CLIENT_MAJORS="15 18" the majors the client libraries run against ("all": every one; one
@@ -21,6 +21,8 @@
 #          (default: the one major given, else 17);
 #        PARTITION_MAJOR=18 the major of the partition layer (one major: the one given);
 #        MULTIMASTER_MAJORS="16 18" the majors of the multimaster layer (one major given alone: it, if 16+);
+#        CITUS_MAJORS="18" the majors of the citus layer (16+; one major given alone: it, if 16+;
+#          make test-all: "16 17 18");
 #        PARTITION_SCENARIOS its scenarios (default the CI subset of tests/partition/run.sh;
 #          "all": every one, as make test-all runs them);
 #        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end);
@@ -49,6 +51,10 @@
 #                kill -9, a stop and catch-up, a node joining live and one leaving; worker ids
 #                from pg_idgen.worker_id on 16-17, leased from a registry on 18+ (MM_WORKER_IDS
 #                overrides) (make test-multimaster PG=NN)
+#   citus        tests/citus/run.sh, same install, on CITUS_MAJORS (16+): Citus 14.0.1 built once per
+#                machine (scripts/citus.sh, into that major), a coordinator and two workers, a third
+#                added under load, rebalance, shard move, kill -9, every insert form through every
+#                node; no value twice, each worker id its node's Citus group (make test-citus PG=NN)
 #   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0 (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
@@ -65,7 +71,7 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 [ $# -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 MAJORS=("$@")
-LAYERS=${MATRIX_LAYERS:-docs core rules pgrx regress integration clients monitoring ha partition multimaster extupdate package upgrade}
+LAYERS=${MATRIX_LAYERS:-docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-15 18}
 RELEASE_PACKAGE_MAJORS=${RELEASE_PACKAGE_MAJORS:-15}
@@ -74,6 +80,7 @@ CLIENT_MAJORS=${CLIENT_MAJORS:-15 18}
 if [ ${#MAJORS[@]} -eq 1 ]; then MONITORING_MAJORS=${MONITORING_MAJORS:-${MAJORS[0]}}; else MONITORING_MAJORS=${MONITORING_MAJORS:-17}; fi
 if [ ${#MAJORS[@]} -eq 1 ]; then PARTITION_MAJOR=${PARTITION_MAJOR:-${MAJORS[0]}}; else PARTITION_MAJOR=${PARTITION_MAJOR:-18}; fi
 if [ ${#MAJORS[@]} -eq 1 ]; then MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-${MAJORS[0]}}; else MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-16 18}; fi
+if [ ${#MAJORS[@]} -eq 1 ]; then CITUS_MAJORS=${CITUS_MAJORS:-${MAJORS[0]}}; else CITUS_MAJORS=${CITUS_MAJORS:-18}; fi
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 UPGRADE_FROM=${UPGRADE_FROM:-15}
 UPGRADE_TO=${UPGRADE_TO:-18}
@@ -171,6 +178,15 @@ multimaster_counts() {   # checks and values recorded of tests/multimaster/run.s
     v=$(grep -Eo 'figures: worker ids: [a-z]+' "$1" | tail -1)
     [ -z "$v" ] || printf ", worker ids %s" "${v##* }"
 }
+citus_counts() {   # checks and rows of tests/citus/run.sh
+    local line r; line=$(grep -E '^\[citus/run\] (PASS|FAIL):' "$1" | tail -1)
+    r=$(grep -Eo 'figures: [0-9]+ rows' "$1" | grep -Eo '[0-9]+' | tail -1)
+    if [[ $line =~ all\ ([0-9]+)\ checks ]]; then printf "%s checks" "${BASH_REMATCH[1]}"
+    elif [[ $line =~ ([0-9]+)\ of\ ([0-9]+)\ checks\ failed ]]; then printf "%s/%s checks" "$((BASH_REMATCH[2] - BASH_REMATCH[1]))" "${BASH_REMATCH[2]}"
+    elif [[ $line =~ SKIP ]]; then printf "SKIP"
+    else printf "? checks"; fi
+    printf ", %s rows under load" "${r:-?}"
+}
 checks_count() {  # "N checks" of the lib.bash test scripts of one log (their sum)
     local n; n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$1" | grep -Eo '[0-9]+' | awk '{ s += $1 } END { if (NR) print s }')
     echo "${n:-?} checks"
@@ -262,7 +278,9 @@ for m in "${MAJORS[@]}"; do
     if has_layer partition && [ "$m" = "$PARTITION_MAJOR" ]; then partition=1; fi
     multimaster=0   # origin = none: PostgreSQL 16+
     if has_layer multimaster && [[ " $MULTIMASTER_MAJORS " == *" $m "* ]] && [ "$m" -ge 16 ]; then multimaster=1; fi
-    if has_layer regress || has_layer integration || has_layer clients || [ $monitoring = 1 ] || [ $partition = 1 ] || [ $multimaster = 1 ] || { has_layer ha && [ "$m" = 15 ]; }; then
+    citus=0   # Citus 14.0.1: PostgreSQL 16+
+    if has_layer citus && [[ " $CITUS_MAJORS " == *" $m "* ]] && [ "$m" -ge 16 ]; then citus=1; fi
+    if has_layer regress || has_layer integration || has_layer clients || [ $monitoring = 1 ] || [ $partition = 1 ] || [ $multimaster = 1 ] || [ $citus = 1 ] || { has_layer ha && [ "$m" = 15 ]; }; then
         # after the pgrx layer, which installs its own test build into the same PostgreSQL
         run_layer "$m" install make --no-print-directory install-test PG="$m"
         build=$LAST_SECS
@@ -300,6 +318,11 @@ for m in "${MAJORS[@]}"; do
                 mm_ids=setting; [ "$m" -lt 18 ] || mm_ids=lease
                 run_layer "$m" multimaster env PG="$m" PG_CONFIG= MM_WORKER_IDS="${MM_WORKER_IDS:-$mm_ids}" tests/multimaster/run.sh
                 line+="active-active $(multimaster_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+            fi
+            if [ $citus = 1 ]; then
+                # Citus is built once per machine (scripts/citus.sh, cached): the first run includes it
+                run_layer "$m" citus env PG="$m" PG_CONFIG= tests/citus/run.sh
+                line+="citus $(citus_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
         fi
     fi

@@ -77,10 +77,13 @@ check "pg_idgen created on the coordinator reaches both workers" \
 log "coordinator and two workers up in $(secs "$T0") s (groups: ${GROUP[$C]} ${GROUP[$W1]} ${GROUP[$W2]})"
 
 # every node: the segment tag and the keyed space, its node_index = its group (nodes => 4: room for
-# the third worker)
-gens() { cq "$1" "SELECT segment_create('cseg', step => 100, nodes => 4, node_index => ${GROUP[$1]})" \
-                 "SELECT keyed_create('cks', nodes => 4, node_index => ${GROUP[$1]})" >/dev/null; }
-for n in $C $W1 $W2; do gens "$n"; done
+# the third worker). From the coordinator, as docs/fleet.md says: run_command_on_all_nodes, each
+# node taking its own group as node_index; a node added later gets them connected to it (gens)
+SEG_SQL="SELECT segment_create('cseg', step => 100, nodes => 4, node_index => (SELECT groupid FROM pg_dist_local_group))"
+KEY_SQL="SELECT keyed_create('cks', nodes => 4, node_index => (SELECT groupid FROM pg_dist_local_group))"
+check "segment_create and keyed_create on all nodes from the coordinator (run_command_on_all_nodes)" \
+    "$(cq $C "SELECT count(*) FILTER (WHERE success) || '/' || count(*) FROM (SELECT * FROM run_command_on_all_nodes(\$\$$SEG_SQL\$\$) UNION ALL SELECT * FROM run_command_on_all_nodes(\$\$$KEY_SQL\$\$)) r")" == 6/6
+gens() { cq "$1" "$SEG_SQL" "$KEY_SQL" >/dev/null; }
 
 # ---- A. bulk loads across many refills, DEFAULT segment_next() -------------------------------
 cq $C "CREATE TABLE inv (no bigint PRIMARY KEY DEFAULT segment_next('cseg'), v text, k int, kv bigint)" \
@@ -145,6 +148,35 @@ check_match "check: the tag missing on worker 2" "$out" "segment\|small\|127.0.0
 check_match "check: a plain keyed space" "$out" "keyed\|plain\|.*plain keyed space 'plain': every node"
 expect_sql_error $C 55000 'can hand out a value twice or fail on a node: [0-9]+ problem' "SELECT count(*) FROM pg_idgen_citus_check()"
 cq $C "SELECT segment_drop('small')" "SELECT keyed_drop('plain')" >/dev/null; cq $W1 "SELECT segment_drop('small')" >/dev/null
+
+# ---- values computed next to a shard (a trigger): they do not move with the shard -----------------
+# tick is distributed by tenant; its trigger (citus.enable_unsafe_triggers) runs on the worker that
+# holds the tenant's shard: n from a fleet-mode keyed space, p from a plain one (the control)
+cq $C "SELECT keyed_create('tk', nodes => 4, node_index => ${GROUP[$C]})" >/dev/null
+for n in $W1 $W2; do cq "$n" "SELECT keyed_create('tk', nodes => 4, node_index => ${GROUP[$n]}), keyed_create('tkp')" >/dev/null; done
+cq $C "SELECT keyed_create('tkp')" \
+      "CREATE TABLE tick (tenant int, i int, n bigint, p bigint, PRIMARY KEY (tenant, i))" \
+      "CREATE FUNCTION tick_numbers() RETURNS trigger LANGUAGE plpgsql AS \$\$BEGIN NEW.n := keyed_next('tk', NEW.tenant); NEW.p := keyed_next('tkp', NEW.tenant); RETURN NEW; END\$\$" \
+      "SET citus.enable_unsafe_triggers = on" \
+      "SELECT create_distributed_table('tick', 'tenant', shard_count => 4)" \
+      "CREATE TRIGGER tick_numbers BEFORE INSERT ON tick FOR EACH ROW EXECUTE FUNCTION tick_numbers()" >/dev/null 2>"$OUT/tick.err" \
+    || ko "a distributed table with a trigger: $(head -3 "$OUT/tick.err")"
+tick_ins() { cq $C "SET citus.enable_unsafe_triggers = on" "INSERT INTO tick (tenant, i) VALUES (7, $1), (7, $(($1 + 1))), (7, $(($1 + 2)))" >/dev/null; }
+tick_ins 1
+shard=$(q $C "SELECT get_shard_id_for_distribution_column('tick', 7)")
+from=$(q $C "SELECT nodeport FROM citus_shards WHERE shardid = $shard")
+to=$(itport $P1); [ "$from" != "$to" ] || to=$(itport $P2)
+cq $C "SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to, shard_transfer_mode => 'block_writes')" >/dev/null
+tick_ins 4
+gf=$(q $C "SELECT groupid FROM pg_dist_node WHERE nodeport = $from") gt=$(q $C "SELECT groupid FROM pg_dist_node WHERE nodeport = $to")
+check "trigger next to the shard, fleet-mode space: 6 numbers for the tenant, 3 in the class of the old node (group $gf), 3 in the new one's (group $gt)" \
+    "$(q $C "SELECT count(DISTINCT n) || ' ' || count(*) FILTER (WHERE i <= 3 AND n % 4 = $gf) || ' ' || count(*) FILTER (WHERE i > 3 AND n % 4 = $gt) FROM tick WHERE tenant = 7")" == "6 3 3"
+check "control: a plain keyed space next to the shard hands the tenant the same numbers again after the move" \
+    "$(q $C "SELECT string_agg(p::text, ',' ORDER BY i) FILTER (WHERE i <= 3) = string_agg(p::text, ',' ORDER BY i) FILTER (WHERE i > 3) FROM tick WHERE tenant = 7")" == t
+out=$(cq $C "SELECT problem FROM pg_idgen_citus_check(fail => false) WHERE name = 'tkp' AND problem IS NOT NULL" 2>&1)
+check_match "check: the plain keyed space is a problem on every node" "$out" "plain keyed space 'tkp'"
+cq $C "DROP TABLE tick" >/dev/null
+for n in $C $W1 $W2; do cq "$n" "SELECT keyed_drop('tk'), keyed_drop('tkp')" >/dev/null; done
 
 # ---- C. under load: every node, every insert form; a worker added, rebalance, move, kill -9 ----
 cq $C "CREATE TABLE ct (id bigint PRIMARY KEY DEFAULT snowflake_next(), seg bigint NOT NULL DEFAULT segment_next('cseg'),
