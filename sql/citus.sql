@@ -36,6 +36,9 @@ SELECT pg_catalog.json_build_object(
   FROM @extschema@.snowflake_worker() w
 $cmd$;
 BEGIN
+    IF fail IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'argument "fail" must not be NULL';
+    END IF;
     IF pg_catalog.to_regprocedure('pg_catalog.run_command_on_all_nodes(pg_catalog.text, pg_catalog.bool, pg_catalog.bool)') IS NULL THEN
         RAISE EXCEPTION USING
             ERRCODE = 'object_not_in_prerequisite_state',
