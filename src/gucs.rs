@@ -39,7 +39,8 @@ use crate::errors::{raise, Code};
 
 pub static LAYOUT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"default"));
 pub static WORKER_ID: GucSetting<i32> = GucSetting::<i32>::new(-1);
-pub static WORKER_ID_SOURCE: GucSetting<WorkerIdSource> = GucSetting::<WorkerIdSource>::new(WorkerIdSource::Default);
+pub static WORKER_ID_SOURCE: GucSetting<WorkerIdSource> =
+    GucSetting::<WorkerIdSource>::new(WorkerIdSource::Default);
 /// Added to the Citus group id in `pg_idgen.worker_id_source = citus`: several Citus clusters whose
 /// rows meet each get a range of their own.
 pub static CITUS_WORKER_ID_BASE: GucSetting<i32> = GucSetting::<i32>::new(0);

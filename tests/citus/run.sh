@@ -66,13 +66,16 @@ for n in $C $W1 $W2; do citus_node "$n" "${PORT[$n]}" & done
 # added to the cluster under load below
 citus_node $W3 $P3 -c pg_idgen.worker_id_source=default &
 wait
+# pg_idgen first, on a coordinator not yet in Citus's metadata: its group 0 is not in pg_dist_node
+# (as a worker not added yet, which says group 0 too), so it refuses to generate
+cq $C "CREATE EXTENSION pg_idgen" >/dev/null
+expect_sql_error $C 55000 "Citus group 0 is not in pg_dist_node" "SELECT snowflake_next()"
 citus_form $C $PC
 citus_add $C $P1 >/dev/null
 citus_add $C $P2 >/dev/null
-cq $C "CREATE EXTENSION pg_idgen" >/dev/null
 declare -A GROUP
 for n in $C $W1 $W2; do GROUP[$n]=$(q "$n" "SELECT groupid FROM pg_dist_local_group"); done
-check "pg_idgen created on the coordinator reaches both workers" \
+check "pg_idgen created on the coordinator reaches both workers when they are added" \
     "$(q $W1 "SELECT count(*) FROM pg_extension WHERE extname = 'pg_idgen'")$(q $W2 "SELECT count(*) FROM pg_extension WHERE extname = 'pg_idgen'")" == 11
 log "coordinator and two workers up in $(secs "$T0") s (groups: ${GROUP[$C]} ${GROUP[$W1]} ${GROUP[$W2]})"
 
@@ -137,6 +140,7 @@ check_match "a stored ALTER DATABASE ... SET pg_idgen.worker_id = 7: WARNING at 
     "$out" "WARNING:.*pg_idgen.worker_id cannot be set for a database.*"$'\n'"${GROUP[$W1]}\$"
 q $W1 "DELETE FROM pg_db_role_setting WHERE setconfig = '{pg_idgen.worker_id=7}'" >/dev/null
 expect_sql_error $W1 55000 'not used with pg_idgen.worker_id_source = citus' "SELECT set_worker_id(7)"
+expect_sql_error $W1 55000 'pg_idgen.worker_id is 5, but pg_idgen.worker_id_source = citus' "SET pg_idgen.worker_id = 5" "SELECT snowflake_next()"
 check "pg_idgen_citus_check(): coordinator and both workers, no problem" \
     "$(cq $C "SELECT count(*) || ' rows, ' || count(problem) || ' problems' FROM pg_idgen_citus_check()")" == "9 rows, 0 problems"
 # controls: each mistake is caught
@@ -241,16 +245,28 @@ wait_until 60 "the load going on after the move" grown $L1 $((n1 + 1000)) || tru
 
 # kill -9 of worker 2's postmaster and its children, then a restart
 t=$SECONDS
+W2DATA=$("$CLUSTER" pgdata $W2)
 "$CLUSTER" crash $W2 >/dev/null 2>&1
+# a child the postmaster forked while it was being killed outlives it (a backend keeps its working
+# directory, the data directory): killed too, by its pid, so that the restart finds no shared
+# memory in use, as after a machine's crash
+orphans() { local d; for d in /proc/[0-9]*; do [ "$(readlink "$d/cwd" 2>/dev/null)" = "$W2DATA" ] && echo "${d#/proc/}"; done; return 0; }
+for p in $(orphans); do kill -KILL "$p" 2>/dev/null || true; done
 sleep 1   # the clients meet the dead node (their errors are recorded, not asserted)
-"$CLUSTER" start $W2 "$(itport $P2)" "${CITUS_CONF[@]}" >/dev/null 2>&1 || ko "worker 2 did not restart"
+restarted() { "$CLUSTER" start $W2 "$(itport $P2)" "${CITUS_CONF[@]}" >/dev/null 2>&1; }
+wait_until 30 "worker 2 restarted after kill -9" restarted || "$CLUSTER" log $W2 20
 n1=$(progress $L1)
 wait_until 60 "the load going on after worker 2's restart" grown $L1 $((n1 + 1000)) || true
 log "worker 2 killed and back in $(secs "$t") s; load at $(progress $L1) + $(progress $L2) rows"
 
 # ---- stop, recover, verify -----------------------------------------------------------------
 touch "$OUT/stop"
-for p in ${LOAD_PIDS[@]+"${LOAD_PIDS[@]}"}; do wait "$p" || ko "a loader failed: $(tail -5 "$OUT/load.log")"; done
+end=$((SECONDS + 40))   # each client ends with its statement (statement_timeout 20 s)
+for p in ${LOAD_PIDS[@]+"${LOAD_PIDS[@]}"}; do
+    while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
+    kill -0 "$p" 2>/dev/null && { kill -KILL "$p"; ko "a loader did not stop within 40 s"; wait "$p" 2>/dev/null; continue; }
+    wait "$p" || ko "a loader failed: $(tail -5 "$OUT/load.log")"
+done
 LOAD_PIDS=()
 log "load stopped after $(secs "$TL") s"
 # two-phase commits of multi-shard statements that a kill left prepared: each node that
