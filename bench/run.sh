@@ -45,6 +45,10 @@
 #           key, of a Zipf load over 1,000,000 keys (percentiles). Part 5 alone runs with a fixed
 #           worker id lease (pg_idgen.lease_mode = fixed) from a registry that is the bench
 #           cluster's own second database: a restart before it, and 5d's restart drops it.
+#   Part 6  PostgreSQL 16+: distributed INSERT on a Citus 14.0.1 coordinator and two workers
+#           (bench/citus.sh): snowflake_next() against bigserial, identity, gen_random_uuid() and
+#           uuidv7(), single-row through the coordinator and through the workers, and bulk;
+#           BENCH_CITUS=0 leaves it out.
 set -euo pipefail
 
 # ---------------------------------------------------------------------------
@@ -348,4 +352,10 @@ WHERE s.label = 'snowflake_next' AND i.label = 'identity' AND v.label = 'uuidv7'
 SQL
 fi
 keyed_report
+# ---------------------------------------------------------------- part 6 (PostgreSQL 16+)
+# Citus: its own clusters (bench/citus.sh; Citus built once per machine by scripts/citus.sh)
+if [ "$PG" -ge 16 ] && [ "${BENCH_CITUS:-1}" = 1 ]; then
+    log "part 6: distributed INSERT on Citus (bench/citus.sh)"
+    BENCH_SECONDS=$SECS BENCH_ROWS=$((ROWS / 5)) "$ROOT/bench/citus.sh" $([ $QUICK = 1 ] && echo --quick)
+fi
 log "done"
