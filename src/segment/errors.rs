@@ -16,7 +16,9 @@ use crate::errors::{raise, raise_full, Code};
 /// transaction without a subtransaction, and a reservation must not open one: every
 /// subtransaction is a SAVEPOINT that Citus sends over the connections a COPY keeps busy (the
 /// session dies), and past 64 of them in one transaction snapshots overflow their subxid cache.
-/// Errors of PostgreSQL itself (a cancel, a WAL flush, a sequence at its MAXVALUE) stay ERRORs.
+/// Errors of PostgreSQL itself (a cancel, a lock timeout, a WAL flush) stay ERRORs; what `nextval`
+/// would raise for the tag's state (the sequence dropped, past the largest bigint) is checked
+/// before it is called (`durable::reserve_starts`).
 #[must_use]
 pub(super) struct Refusal {
     code: Code,
