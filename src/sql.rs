@@ -5,6 +5,7 @@
 use pgrx::prelude::*;
 
 extension_sql_file!("../sql/catalog.sql", name = "catalog");
+extension_sql_file!("../sql/regclass.sql", name = "regclass");
 extension_sql_file!(
     "../sql/layouts.sql",
     name = "layouts",
@@ -31,6 +32,7 @@ extension_sql_file!(
     "../sql/segment.sql",
     name = "segment",
     requires = [
+        "regclass",
         segment::admin::segment_create_slotted,
         segment::admin::segment_drop,
         segment::status::segment_slot_status,
@@ -67,6 +69,7 @@ extension_sql_file!(
     "../sql/keyed.sql",
     name = "keyed",
     requires = [
+        "regclass",
         keyed::admin::keyed_create_fleet,
         keyed::admin::keyed_drop,
         keyed::admin::keyed_grant,
