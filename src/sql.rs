@@ -84,5 +84,21 @@ extension_sql_file!(
     name = "monitor",
     requires = ["snowflake", "segment", "lease", decode::snowflake_layout, monitor::pg_idgen_worker_slots]
 );
+extension_sql_file!(
+    "../sql/move.sql",
+    name = "move",
+    requires = [
+        "segment",
+        "keyed",
+        "mask",
+        "layouts",
+        "worker",
+        "snowflake",
+        decode::snowflake_layout,
+        snowflake::pg_idgen_snowflake_marks,
+        snowflake::pg_idgen_snowflake_raise_floor,
+        keyed::admin::pg_idgen_keyed_raise_bounds
+    ]
+);
 // Last (finalize): the guards of what must not replicate cover every table made above.
 extension_sql_file!("../sql/replication.sql", name = "replication", finalize);
