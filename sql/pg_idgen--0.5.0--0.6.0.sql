@@ -185,7 +185,10 @@ BEGIN
             MESSAGE = 'permission denied to import pg_idgen''s state',
             HINT = 'Only a superuser can run pg_idgen_state_import().';
     END IF;
-    IF state IS NULL OR pg_catalog.jsonb_typeof(state) OPERATOR(pg_catalog.<>) 'object'
+    IF state IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'argument "state" must not be NULL';
+    END IF;
+    IF pg_catalog.jsonb_typeof(state) OPERATOR(pg_catalog.<>) 'object'
        OR (state OPERATOR(pg_catalog.->>) 'format') IS DISTINCT FROM '1' THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'not a state exported by pg_idgen_state_export() (format 1)';

@@ -58,7 +58,9 @@ thread_local! {
 }
 
 fn check_layout_confirmed(sh: &shmem::Shared) {
-    if sh.layout_mismatch.load(Ordering::Relaxed) && shmem::persisted_layout(sh) == shmem::UPGRADE_WITHOUT_STATE {
+    if sh.layout_mismatch.load(Ordering::Relaxed)
+        && shmem::persisted_layout(sh) == shmem::UPGRADE_WITHOUT_STATE
+    {
         raise(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             "cannot generate snowflake ids: pg_upgrade made this cluster, and the old cluster's generator state (pg_idgen/snowflake.state) has not been copied here",
@@ -264,7 +266,8 @@ fn require_superuser_for(what: &str) {
 /// durable reservation); and one row with a NULL worker id, the floor: the bound of every other
 /// worker id's ids (reservations folded at the last start).
 #[pg_extern(volatile, parallel_unsafe)]
-fn pg_idgen_snowflake_marks() -> TableIterator<'static, (name!(worker_id, Option<i64>), name!(until_ms, i64))> {
+fn pg_idgen_snowflake_marks() -> TableIterator<'static, (name!(worker_id, Option<i64>), name!(until_ms, i64))>
+{
     require_superuser_for("read the snowflake marks");
     TableIterator::new(shmem::marks())
 }
@@ -286,6 +289,20 @@ fn pg_idgen_snowflake_raise_floor(worker_id: Option<i64>, until_ms: Option<i64>)
             Some("Run it on the primary."),
         );
     }
+    // A floor far ahead would stop generation until the clock gets there (or for good, past the
+    // layout's time field): nothing an old cluster handed out lies that far ahead of a sane clock.
+    let now = now_unix_ms();
+    if !(0..=now.saturating_add(MAX_FLOOR_AHEAD_MS)).contains(&until_ms) {
+        raise(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            if until_ms < 0 {
+                format!("until_ms must not be negative, got {until_ms}")
+            } else {
+                format!("until_ms {until_ms} lies more than an hour ahead of this server's clock")
+            },
+            Some("It is the time (Unix ms) below which the old cluster's ids lie, as pg_idgen_state_export() gives it; if the old cluster's clock was that far ahead, fix the clocks first."),
+        );
+    }
     match worker_id {
         Some(w) => {
             if !(0..=gucs::layout().max_worker() as i64).contains(&w) {
@@ -299,5 +316,8 @@ fn pg_idgen_snowflake_raise_floor(worker_id: Option<i64>, until_ms: Option<i64>)
         }
         None => shmem::raise_floor_all(until_ms),
     }
-    until_ms > now_unix_ms()
+    until_ms > now
 }
+
+/// How far ahead of this server's clock `pg_idgen_snowflake_raise_floor` accepts a floor.
+const MAX_FLOOR_AHEAD_MS: i64 = 3_600_000;
