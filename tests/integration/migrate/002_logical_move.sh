@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # migrate/002_logical_move [OLD] [NEW] — moving a busy database to a new cluster of another major
-# (default 16 -> 17) by logical replication, with writers on the old cluster through the move.
+# by logical replication, with writers on the old cluster through the move. OLD defaults to the
+# suite's major (PG, else 15), NEW to 18; the old major must not be newer. pg_idgen installed
+# into both (make install-test PG=OLD; make install-test PG=NEW).
 #
 # Old cluster (major OLD, worker id 3 from the setting): a custom layout, a mask key, a plain
 # tag (step 100), a strided tag (nodes 2, node_index 1, step 50), a slotted tag (8 slots, owns
@@ -26,8 +28,8 @@
 # not unmask. Figures logged: rows, cut-over time (writers paused -> first write on the new
 # cluster), import time, repeats in the control.
 set -euo pipefail
-OLDV=${1:-16}
-NEWV=${2:-17}
+OLDV=${1:-${PG:-15}}
+NEWV=${2:-18}
 . "$(dirname "$0")/../lib.bash" "$(cd "$(dirname "$0")/../../.." && pwd)"
 . "$ROOT/tests/upgrade/lib.bash"
 TEST_NAME=migrate/002_logical_move_${OLDV}_to_${NEWV}
