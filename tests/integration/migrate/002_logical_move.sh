@@ -9,8 +9,9 @@
 # 1, 4, 6, step 20), a keyed space (step 100, section_size 100) with 3 hot keys and 1,000 cold
 # ones; tables ev (id DEFAULT snowflake_next(), and one DEFAULT segment_next() column per tag),
 # masked (the id and uid_mask(id)), msgs (key, keyed_next(key)). Published FOR ALL TABLES,
-# pg_idgen's tables included. New cluster (major NEW, the same worker id, its clock 2 s behind the
-# old one's, pg_idgen.max_drift_ms 5 s): the application's tables, a subscription copying them.
+# pg_idgen's tables included. New cluster (major NEW, the same worker id, its clock 60 s behind the
+# old one's, pg_idgen.max_drift_ms 120 s so that it may continue above the old ids at once): the
+# application's tables, a subscription copying them.
 # Writers (4 bash loops, 20 ev rows + 20 msgs rows per transaction) write to the old cluster,
 # then, at the cut-over, pause (every writer idle), the subscription catches up, and they move to
 # the new cluster and write on. Two runs:
@@ -73,6 +74,7 @@ writer() {
             stop) break ;;
             pause) echo paused > "$TMP/w$w.state"; sleep 0.02; continue ;;
             old) name=$OLD_AT ;; new) name=$NEW_AT ;;
+            *) sleep 0.01; continue ;;
         esac
         echo running > "$TMP/w$w.state"
         # shellcheck disable=SC2086  # "host port"
@@ -92,6 +94,8 @@ writer() {
     done
     echo stopped > "$TMP/w$w.state"
 }
+# the writers' target, replaced atomically (a writer never reads a half-written file)
+set_target() { echo "$1" > "$TMP/target.new"; mv "$TMP/target.new" "$TMP/target"; }
 writers_idle() { local w; for w in $(seq 1 $WRITERS); do [ "$(cat "$TMP/w$w.state")" = paused ] || return 1; done; }
 acked() { cat "$TMP"/w*.ok 2>/dev/null | awk -v s="$1" '$1 == s { n += $2 } END { print n + 0 }'; }
 batches_on() { cat "$TMP"/w*.ok 2>/dev/null | awk -v s="$1" '$1 == s' | wc -l; }
@@ -116,11 +120,11 @@ scenario() {
         "SELECT uid_layout_register('lay_m', '2024-01-01', 41, 10, 12)" \
         "${GENERATORS[@]}" "${APP_DDL[@]}" "CREATE PUBLICATION mv_pub FOR ALL TABLES" >/dev/null
     check "$mode: old cluster runs PostgreSQL $OLDV" "$(q "$O" "SHOW server_version_num" | cut -c1-2)" -eq "$OLDV"
-    # ---- the new cluster: its clock 2 s behind, the same worker id
+    # ---- the new cluster: its clock 60 s behind, the same worker id
     use "$NEWV"
-    CLUSTER_FAKETIME=1 cluster_start "$N" 29431 -c pg_idgen.worker_id=3 -c pg_idgen.max_drift_ms=5000 \
+    CLUSTER_FAKETIME=1 cluster_start "$N" 29431 -c pg_idgen.worker_id=3 -c pg_idgen.max_drift_ms=120000 \
         -c wal_retrieve_retry_interval=200ms
-    "$CLUSTER" faketime "$N" -2s
+    "$CLUSTER" faketime "$N" -60s
     NLOG=$("$CLUSTER" pgdata "$N")/log/postgresql.log
     q "$N" "CREATE DATABASE app" >/dev/null
     db "$N" "SET client_min_messages = error" "CREATE EXTENSION pg_idgen" "${APP_DDL[@]}" >/dev/null
@@ -134,7 +138,7 @@ scenario() {
 
     # ---- writers on the old cluster; the subscription copies and catches up under load
     OLD_AT="$("$CLUSTER" sockdir "$O") $("$CLUSTER" port "$O")" NEW_AT="$("$CLUSTER" sockdir "$N") $("$CLUSTER" port "$N")"
-    echo old > "$TMP/target"
+    set_target old
     local w pids=()
     for w in $(seq 1 $WRITERS); do writer "$w" & pids+=($!); BG_PIDS+=($!); done
     wait_until 60 "$mode: the subscription synchronized every table" synced
@@ -151,7 +155,7 @@ scenario() {
     # ---- the cut-over
     local pause_at first_new import_ms=0
     pause_at=$(date +%s.%N)
-    echo pause > "$TMP/target"
+    set_target pause
     wait_until 30 "$mode: every writer idle" writers_idle
     wait_until 60 "$mode: the subscription caught up with the old cluster (the same rows on both)" caught_up
     check "$mode: no apply or synchronization error while the subscription ran" \
@@ -163,13 +167,13 @@ scenario() {
     fi
     db "$N" "ALTER SUBSCRIPTION mv_sub DISABLE" "ALTER SUBSCRIPTION mv_sub SET (slot_name = NONE)" "DROP SUBSCRIPTION mv_sub" >/dev/null
     db "$O" "SELECT pg_drop_replication_slot('mv_sub')" >/dev/null
-    echo new > "$TMP/target"
+    set_target new
     wait_until 60 "$mode: a first batch on the new cluster" eval '[ "$(batches_on new)" -ge 1 ]'
     first_new=$(cat "$TMP"/w*.ok | awk '$1 == "new" { print $3 }' | sort -n | head -1)
     local cut_ms; cut_ms=$(awk -v a="$pause_at" -v b="$first_new" 'BEGIN { printf "%d", (b - a) * 1000 }')
     log "$mode: cut-over: writers paused -> first write on the new cluster: $cut_ms ms (import at the cut-over: $import_ms ms)"
     wait_until 120 "$mode: 80 batches on the new cluster" eval '[ "$(batches_on new)" -ge 80 ]'
-    echo stop > "$TMP/target"
+    set_target stop
     for w in "${pids[@]}"; do wait "$w" || true; done
     BG_PIDS=()
 
@@ -250,7 +254,7 @@ scenario() {
         check "control: strided tag values handed out twice" "$dup_str" -gt 0
         check "control: slotted tag values handed out twice" "$dup_slt" -gt 0
         check "control: (key, value) pairs handed out twice" "$dup_keyed" -gt 0
-        check "control: new snowflake ids at or below the old cluster's largest (clock 2 s behind)" "$below_id" -gt 0
+        check "control: new snowflake ids at or below the old cluster's largest (clock 60 s behind)" "$below_id" -gt 0
         check "control: old masked ids do not unmask on the new cluster (its own key)" "$unmask_bad" -gt 0
     fi
     check "$mode: the new cluster's log: no relation that does not exist (42P01)" \
