@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # migrate/002_logical_move [OLD] [NEW] — moving a busy database to a new cluster of another major
-# by logical replication, with writers on the old cluster through the move. OLD defaults to the
-# suite's major (PG, else 15), NEW to 18; the old major must not be newer. pg_idgen installed
-# into both (make install-test PG=OLD; make install-test PG=NEW).
+# by logical replication, with writers on the old cluster through the move. Both default to the
+# suite's major (PG, else 15: a move to new hardware, which the suite's run of each major has
+# installed); across majors, give them (16 17, 15 18; the old major must not be newer) with
+# pg_idgen installed into both (make install-test PG=OLD; make install-test PG=NEW).
 #
 # Old cluster (major OLD, worker id 3 from the setting): a custom layout, a mask key, a plain
 # tag (step 100), a strided tag (nodes 2, node_index 1, step 50), a slotted tag (8 slots, owns
@@ -29,9 +30,11 @@
 # not unmask. Figures logged: rows, cut-over time (writers paused -> first write on the new
 # cluster), import time, repeats in the control.
 set -euo pipefail
+ROOT_DIR=$(cd "$(dirname "$0")/../../.." && pwd)
+if [ -d "${1:-}" ]; then ROOT_DIR=$1; shift; fi   # scripts/run-integration.sh passes the repository
 OLDV=${1:-${PG:-15}}
-NEWV=${2:-18}
-. "$(dirname "$0")/../lib.bash" "$(cd "$(dirname "$0")/../../.." && pwd)"
+NEWV=${2:-${PG:-15}}
+. "$(dirname "$0")/../lib.bash" "$ROOT_DIR"
 . "$ROOT/tests/upgrade/lib.bash"
 TEST_NAME=migrate/002_logical_move_${OLDV}_to_${NEWV}
 [ "$OLDV" -le "$NEWV" ] || { echo "OLD ($OLDV) must not be newer than NEW ($NEWV)" >&2; exit 2; }
