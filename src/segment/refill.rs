@@ -195,6 +195,13 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
     }
 }
 
+/// Ends a refill entry `idx` (generation `gen`) was marked for that will not run (its caller
+/// fails before it): the entry must not stay "refilling", or no backend would refill it ahead
+/// and the next one to find it empty would wait for a reservation nobody makes.
+pub(super) fn refill_not_made(idx: usize, gen: u64) {
+    finish_refill(idx, gen, |e| e.refilling = false);
+}
+
 /// Applies `f` to entry `idx` under its lock if it still has generation `gen` (a drop or set
 /// meanwhile makes the reservation a gap), then wakes the backends waiting for this refill.
 fn finish_refill(idx: usize, gen: u64, f: impl FnOnce(&mut Entry)) {
