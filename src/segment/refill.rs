@@ -64,12 +64,20 @@ fn reserve_chunks(
 /// caller's transaction aborts as it would without the catch; `cleanup` only touches shared
 /// memory under this file's locks (an ended refill must not leave its entry "refilling" for the
 /// other backends).
+///
+/// Every LWLock this backend still holds is released before `cleanup`: a guard unwound by an
+/// ERROR leaves its lock to the abort (`lock::LockGuard`), and `cleanup` taking an entry lock the
+/// failed step still held would wait for itself, uninterruptibly, with every waiter of the entry.
 fn on_error_rethrow<T>(
     f: impl FnOnce() -> T + std::panic::UnwindSafe,
     cleanup: impl Fn() + std::panic::UnwindSafe + std::panic::RefUnwindSafe,
 ) -> T {
     pgrx::PgTryBuilder::new(f)
         .catch_others(move |e| {
+            // SAFETY: what transaction abort does first (AbortTransaction); the ERROR is raised
+            // again right after, so nothing runs on under a lock it no longer holds, and
+            // LWLockReleaseAll balances its own interrupt holdoffs.
+            unsafe { pg_sys::LWLockReleaseAll() };
             cleanup();
             e.rethrow()
         })
