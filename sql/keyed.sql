@@ -14,7 +14,7 @@ CREATE FUNCTION keyed_last(space text, key bigint) RETURNS bigint
 
 CREATE TABLE pg_idgen_keyed_spaces (
     space        text PRIMARY KEY CHECK (octet_length(space) BETWEEN 1 AND 63),
-    seq          regclass NOT NULL,
+    seq          pg_idgen_regclass NOT NULL,
     step         int NOT NULL CHECK (step BETWEEN 1 AND 1000000000),
     section_size int NOT NULL CHECK (section_size BETWEEN 1 AND 1000000000),
     created      timestamptz NOT NULL DEFAULT now(),
@@ -65,7 +65,7 @@ SELECT s.space, s.step, s.section_size, m.bound, m.floor, coalesce(m.raises, 0) 
        s.registry
 FROM pg_idgen_keyed_spaces s
 LEFT JOIN keyed_status_shmem() m USING (space)
-LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.seq;
+LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.seq::pg_catalog.oid;
 COMMENT ON VIEW keyed_status IS 'one row per keyed space of this database: configuration, highest durable bound and floor in memory, bound raises since server start, owner and privileges (USAGE: keyed_next, keyed_last), fleet mode''s nodes and node_index, and max_value: no value this node handed out for any key of the space is above it (its durable bounds), and whether bounds are raised through the lease registry';
 REVOKE ALL ON keyed_status FROM PUBLIC;  -- SELECT only, whatever the default privileges
 GRANT SELECT ON keyed_status TO PUBLIC;

@@ -7,7 +7,7 @@ CREATE FUNCTION segment_next(tag text) RETURNS bigint
 
 CREATE TABLE pg_idgen_segments (
     tag             text PRIMARY KEY CHECK (octet_length(tag) BETWEEN 1 AND 63),
-    seq             regclass NOT NULL,
+    seq             pg_idgen_regclass NOT NULL,
     step            int NOT NULL CHECK (step > 0),
     unit            int NOT NULL CHECK (unit > 0),
     start           bigint NOT NULL,
@@ -45,7 +45,7 @@ CREATE TRIGGER pg_idgen_segments_link
 CREATE TABLE pg_idgen_segment_slots (
     tag   text NOT NULL CHECK (octet_length(tag) BETWEEN 1 AND 63),
     slot  int NOT NULL CHECK (slot BETWEEN 0 AND 255),
-    seq   regclass NOT NULL,
+    seq   pg_idgen_regclass NOT NULL,
     owned bool NOT NULL DEFAULT true,
     PRIMARY KEY (tag, slot)
 );

@@ -149,3 +149,43 @@ pub unsafe extern "C-unwind" fn pg_idgen_replica_guard(fcinfo: pg_sys::FunctionC
     // A NULL pointer from a BEFORE ROW trigger skips the row.
     pg_sys::Datum::from(0)
 }
+
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_regclass_in);
+
+/// Input function of type `pg_idgen_regclass`, the type of the columns of pg_idgen's tables that
+/// name a backing sequence (`pg_idgen_segments.seq`, `pg_idgen_segment_slots.seq`,
+/// `pg_idgen_keyed_spaces.seq`): `regclass` itself (`regclassin`), except in a session that applies
+/// changes from another node (a logical replication apply or table synchronization worker),
+/// where a name that does not exist reads as OID 0 instead of failing with 42P01. The guard
+/// trigger then skips the row as every row of pg_idgen's tables from another node; without this
+/// the conversion, made before any trigger runs, stopped the subscription for every table. The
+/// output, send and receive functions are regclass's (`regclassout`, `oidsend`, `oidrecv`): dumps
+/// name the sequence, and pg_restore resolves the name again.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn pg_idgen_regclass_in(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: `fcinfo` is PostgreSQL's call frame of a STRICT one-argument function: argument 0
+    // is a non-NULL cstring.
+    let arg = unsafe { (*fcinfo).args.as_slice(1)[0].value };
+    let oid = if applies_from_another_node() {
+        // SAFETY: a NUL-terminated cstring from the caller; to_regclass takes text and returns
+        // NULL (None) for a name that does not exist, the OID otherwise.
+        unsafe {
+            let name = std::ffi::CStr::from_ptr(arg.cast_mut_ptr::<std::ffi::c_char>());
+            let digits = !name.to_bytes().is_empty() && name.to_bytes().iter().all(u8::is_ascii_digit);
+            if digits || name.to_bytes() == b"-" {
+                pgrx::direct_function_call::<pg_sys::Oid>(pg_sys::regclassin, &[Some(arg)])
+            } else {
+                let text = name.to_string_lossy().into_owned();
+                pgrx::direct_function_call::<pg_sys::Oid>(pg_sys::to_regclass, &[text.as_str().into_datum()])
+            }
+        }
+        .unwrap_or(pg_sys::InvalidOid)
+    } else {
+        // SAFETY: regclassin is a V1 function taking the same cstring; it raises what regclass
+        // input raises (42P01 for a missing relation).
+        unsafe { pgrx::direct_function_call::<pg_sys::Oid>(pg_sys::regclassin, &[Some(arg)]) }
+            .unwrap_or(pg_sys::InvalidOid)
+    };
+    pg_sys::Datum::from(oid)
+}

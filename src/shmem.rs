@@ -103,6 +103,10 @@ pub struct Shared {
 
 pub(crate) static mut SHARED: *mut Shared = std::ptr::null_mut();
 
+/// The layout recorded in the state file that a cluster started by pg_upgrade (binary upgrade
+/// mode) writes when it has none: the old cluster's file is still to be copied (`load_from_disk`).
+pub const UPGRADE_WITHOUT_STATE: &str = "pg_upgrade:the-old-cluster's-state-file-was-not-copied";
+
 /// From the shared-memory request hook: space for the generator state and its lock.
 pub unsafe fn request_shmem() {
     // SAFETY: called from the request hook in the postmaster.
@@ -457,6 +461,50 @@ pub fn reserved_until_ms(worker: i64) -> i64 {
         .unwrap_or_else(|| sh.floor_ms.load(Ordering::Acquire))
 }
 
+/// The cut-over to a new cluster (`pg_idgen_state_export`): per worker id with a slot, the Unix
+/// ms below which every id of it this server issued lies (its reservation, or the reservation
+/// written and waiting for synchronous standbys if further), and the floor (`None`): the bound of
+/// the worker ids without a slot. Read without `lock`: each value only grows, and a value read
+/// covers every id issued before the read.
+pub fn marks() -> Vec<(Option<i64>, i64)> {
+    let sh = shared();
+    let layout = gucs::layout();
+    let mut out: Vec<(Option<i64>, i64)> = sh
+        .slots
+        .iter()
+        .filter_map(|s| {
+            let w = s.worker_id.load(Ordering::Acquire);
+            (w >= 0).then(|| {
+                let tick = s.ws.reserved.load(Ordering::Acquire).max(s.pending_end.load(Ordering::Acquire));
+                (Some(w), layout.tick_to_unix_ms(tick).clamp(0, i64::MAX as i128) as i64)
+            })
+        })
+        .collect();
+    out.sort();
+    out.push((None, sh.floor_ms.load(Ordering::Acquire)));
+    out
+}
+
+/// The cut-over to a new cluster (`pg_idgen_state_import`): ids of worker ids this server has no
+/// slot for may lie below `until_ms` (the old cluster's floor). Raises the floor every newly
+/// claimed slot starts at (the state file first, under `lock`), then every claimed slot as
+/// `raise_floor` does (WAL, state file, memory).
+pub fn raise_floor_all(until_ms: i64) {
+    let sh = shared();
+    let layout = gucs::layout();
+    let claimed: Vec<i64> = {
+        let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        if until_ms > sh.floor_ms.load(Ordering::Acquire) {
+            persist(sh, layout, Override::Floor(until_ms), pgrx::PgLogLevel::ERROR);
+            sh.floor_ms.store(until_ms, Ordering::Release);
+        }
+        sh.slots.iter().map(|s| s.worker_id.load(Ordering::Acquire)).filter(|&w| w >= 0).collect()
+    };
+    for w in claimed {
+        raise_floor(w, until_ms);
+    }
+}
+
 /// Confirms the server's layout after a layout change: rewrites the state file with it.
 pub fn accept_layout() -> bool {
     let sh = shared();
@@ -474,7 +522,21 @@ pub fn accept_layout() -> bool {
 pub(crate) fn load_from_disk(sh: &Shared) {
     let layout = gucs::layout();
     let Some(state) = state_file::read() else {
-        set_persisted_layout(sh, &layout.canonical());
+        // SAFETY: a flag the postmaster set from its options (-b) before preloading libraries.
+        if unsafe { pg_sys::IsBinaryUpgrade } {
+            // pg_upgrade starts the new cluster with -b before its first real start; without a
+            // state file this is the new cluster, and the old cluster's state (pg_upgrade copies
+            // relations, not pg_idgen/) is still to be copied. The file written now says so: a
+            // normal start refuses snowflake ids until the old file replaces it (or the operator
+            // accepts going without it, snowflake_accept_layout()).
+            set_persisted_layout(sh, UPGRADE_WITHOUT_STATE);
+            sh.layout_mismatch.store(true, Ordering::Relaxed);
+            pgrx::log!(
+                "pg_idgen: started by pg_upgrade without a generator state file: snowflake ids will be refused on this cluster until pg_idgen/snowflake.state of the old cluster is copied here"
+            );
+        } else {
+            set_persisted_layout(sh, &layout.canonical());
+        }
         persist(sh, layout, Override::None, pgrx::PgLogLevel::ERROR);
         register_exit_write();
         return;

@@ -58,6 +58,15 @@ thread_local! {
 }
 
 fn check_layout_confirmed(sh: &shmem::Shared) {
+    if sh.layout_mismatch.load(Ordering::Relaxed)
+        && shmem::persisted_layout(sh) == shmem::UPGRADE_WITHOUT_STATE
+    {
+        raise(
+            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "cannot generate snowflake ids: pg_upgrade made this cluster, and the old cluster's generator state (pg_idgen/snowflake.state) has not been copied here",
+            Some("Ids could repeat the old cluster's. Stop this server, copy pg_idgen/snowflake.state from the old cluster's data directory into this one's pg_idgen/ directory, and start it again (docs/operations.md, \"Upgrading PostgreSQL\"). Only if the old data directory is lost: once this server's clock is past the old cluster's last id (plus pg_idgen.max_drift_ms), SELECT snowflake_accept_layout() as a superuser."),
+        );
+    }
     if sh.layout_mismatch.load(Ordering::Relaxed) {
         raise(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -233,9 +242,82 @@ fn snowflake_accept_layout() -> bool {
             Some("Only a superuser can run snowflake_accept_layout()."),
         );
     }
+    let upgraded = shmem::persisted_layout(shmem::shared()) == shmem::UPGRADE_WITHOUT_STATE;
     let changed = shmem::accept_layout();
-    if changed {
+    if changed && !upgraded {
         crate::layouts::warn_dependents_of_server_layout();
     }
     changed
 }
+
+fn require_superuser_for(what: &str) {
+    // SAFETY: reads the current role.
+    if !unsafe { pg_sys::superuser() } {
+        raise(
+            Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied to {what}"),
+            Some("Only a superuser can carry pg_idgen's state between clusters (pg_idgen_state_export, pg_idgen_state_import)."),
+        );
+    }
+}
+
+/// The cut-over to a new cluster (read by `pg_idgen_state_export`, superuser only): per worker id
+/// this server generated for since its start, the Unix ms below which all of its ids lie (its
+/// durable reservation); and one row with a NULL worker id, the floor: the bound of every other
+/// worker id's ids (reservations folded at the last start).
+#[pg_extern(volatile, parallel_unsafe)]
+fn pg_idgen_snowflake_marks() -> TableIterator<'static, (name!(worker_id, Option<i64>), name!(until_ms, i64))>
+{
+    require_superuser_for("read the snowflake marks");
+    TableIterator::new(shmem::marks())
+}
+
+/// The cut-over to a new cluster (called by `pg_idgen_state_import`, superuser only): every id of
+/// `worker_id` this server hands out from now on lies at or above `until_ms` (Unix ms), durably
+/// (WAL and state file before memory, as a reservation). A NULL worker id raises the floor: every
+/// worker id, claimed already or later. Only raises; returns whether `until_ms` was ahead of the
+/// clock (the next ids wait or are refused while it is more than pg_idgen.max_drift_ms ahead).
+#[pg_extern(volatile, parallel_unsafe)]
+fn pg_idgen_snowflake_raise_floor(worker_id: Option<i64>, until_ms: Option<i64>) -> bool {
+    let until_ms = crate::errors::required(until_ms, "until_ms");
+    require_superuser_for("raise the snowflake floor");
+    // SAFETY: a flag of this backend.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        raise(
+            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot raise the snowflake floor during recovery",
+            Some("Run it on the primary."),
+        );
+    }
+    // A floor far ahead would stop generation until the clock gets there (or for good, past the
+    // layout's time field): nothing an old cluster handed out lies that far ahead of a sane clock.
+    let now = now_unix_ms();
+    if !(0..=now.saturating_add(MAX_FLOOR_AHEAD_MS)).contains(&until_ms) {
+        raise(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            if until_ms < 0 {
+                format!("until_ms must not be negative, got {until_ms}")
+            } else {
+                format!("until_ms {until_ms} lies more than an hour ahead of this server's clock")
+            },
+            Some("It is the time (Unix ms) below which the old cluster's ids lie, as pg_idgen_state_export() gives it; if the old cluster's clock was that far ahead, fix the clocks first."),
+        );
+    }
+    match worker_id {
+        Some(w) => {
+            if !(0..=gucs::layout().max_worker() as i64).contains(&w) {
+                raise(
+                    Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!("worker id {w} is out of range for the server's layout"),
+                    None,
+                );
+            }
+            shmem::raise_floor(w, until_ms)
+        }
+        None => shmem::raise_floor_all(until_ms),
+    }
+    until_ms > now
+}
+
+/// How far ahead of this server's clock `pg_idgen_snowflake_raise_floor` accepts a floor.
+const MAX_FLOOR_AHEAD_MS: i64 = 3_600_000;

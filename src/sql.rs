@@ -5,6 +5,7 @@
 use pgrx::prelude::*;
 
 extension_sql_file!("../sql/catalog.sql", name = "catalog");
+extension_sql_file!("../sql/regclass.sql", name = "regclass");
 extension_sql_file!(
     "../sql/layouts.sql",
     name = "layouts",
@@ -31,6 +32,7 @@ extension_sql_file!(
     "../sql/segment.sql",
     name = "segment",
     requires = [
+        "regclass",
         segment::admin::segment_create_slotted,
         segment::admin::segment_drop,
         segment::status::segment_slot_status,
@@ -67,6 +69,7 @@ extension_sql_file!(
     "../sql/keyed.sql",
     name = "keyed",
     requires = [
+        "regclass",
         keyed::admin::keyed_create_fleet,
         keyed::admin::keyed_drop,
         keyed::admin::keyed_grant,
@@ -80,6 +83,22 @@ extension_sql_file!(
     "../sql/monitor.sql",
     name = "monitor",
     requires = ["snowflake", "segment", "lease", decode::snowflake_layout, monitor::pg_idgen_worker_slots]
+);
+extension_sql_file!(
+    "../sql/move.sql",
+    name = "move",
+    requires = [
+        "segment",
+        "keyed",
+        "mask",
+        "layouts",
+        "worker",
+        "snowflake",
+        decode::snowflake_layout,
+        snowflake::pg_idgen_snowflake_marks,
+        snowflake::pg_idgen_snowflake_raise_floor,
+        keyed::admin::pg_idgen_keyed_raise_bounds
+    ]
 );
 extension_sql_file!(
     "../sql/citus.sql",

@@ -246,6 +246,57 @@ fn keyed_set_node(space: Option<&str>, node_index: Option<i32>, above: Option<i6
     pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &s));
 }
 
+/// The cut-over to a new cluster (called by `pg_idgen_state_import`, superuser only): raises the
+/// durable bound of each bucket of `space` to at least the old cluster's bound of that bucket
+/// (`bounds[b]` for bucket b, 1,024 of them, as `pg_idgen_keyed_bounds` holds them), in place as
+/// keyed_next raises them, and releases the space's shared entry, so that every key continues
+/// from its own bucket's bound: above every value the old cluster handed out for it, no further
+/// than a restart of the old cluster would have jumped. Only raises; returns how many buckets
+/// were raised.
+#[pg_extern(volatile, parallel_unsafe)]
+fn pg_idgen_keyed_raise_bounds(space: Option<&str>, bounds: Option<Vec<Option<i64>>>) -> i32 {
+    let space = required(space, "space");
+    let bounds = required(bounds, "bounds");
+    require_superuser("raise the bounds of a keyed space");
+    validate_name(space.as_bytes());
+    if bounds.len() != pg_idgen_core::keyed::BUCKETS || bounds.iter().any(|b| b.is_none_or(|b| b < 0)) {
+        raise(
+            Code::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("bounds must be {} non-negative bounds, one per bucket", pg_idgen_core::keyed::BUCKETS),
+            None,
+        );
+    }
+    let _su = RunAs::superuser();
+    let Some(cfg) = super::space::read_config(space) else { unknown_space(space) };
+    // Excludes claims and raises of the space until commit (as keyed_set_node).
+    // SAFETY: a heavyweight lock by OID, released at transaction end.
+    unsafe { pg_sys::LockRelationOid(cfg.seqoid, pg_sys::ExclusiveLock as pg_sys::LOCKMODE) };
+    // SAFETY: a syscache probe by OID.
+    if unsafe { pg_sys::get_rel_relkind(cfg.seqoid) } != pg_sys::RELKIND_SEQUENCE as std::ffi::c_char {
+        super::space::missing_sequence(space);
+    }
+    let Some(current) = super::bounds::read_all(space) else { super::space::missing_bounds(space) };
+    let mut raised = 0;
+    for (bucket, want) in bounds.iter().enumerate() {
+        pg_sys::check_for_interrupts!();
+        let want = want.unwrap_or(0);
+        if want <= current[bucket] {
+            continue;
+        }
+        if super::bounds::raise_in_place(space, bucket, want, cfg.step).is_none() {
+            super::space::missing_bounds(space);
+        }
+        raised += 1;
+    }
+    if raised > 0 {
+        let db = my_db();
+        release(db, space);
+        let s = space.to_string();
+        pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || release(db, &s));
+    }
+    raised
+}
+
 /// Whether the space's row has `nodes` set (a fleet of one node is `Stride::PLAIN` too).
 fn fleet_mode(space: &str) -> bool {
     let mut nodes = None;

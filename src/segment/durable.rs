@@ -8,7 +8,7 @@
 use pg_idgen_core::segment::Segment;
 use pgrx::prelude::*;
 
-use super::errors::missing_sequence;
+use super::errors::{missing_sequence, past_bigint, sequence_gone, Refusal};
 use crate::catalog::{free_relation_name, spi_failed, RunAs};
 use crate::errors::{raise, Code};
 use crate::tables;
@@ -56,15 +56,23 @@ pub(crate) fn flush_wal_and_wait_for_sync_standbys_for(what: &str) {
 }
 
 /// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with
-/// no LWLock held. Returns the segment, or None if the chunks would overflow bigint.
-pub(super) fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Option<Segment> {
-    let starts = reserve_starts(seqoid, mult);
-    Segment::from_chunks(&starts, unit, stride)
+/// no LWLock held. Returns the segment, or None if the chunks would overflow bigint; refused as
+/// [`reserve_starts`] is.
+pub(super) fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Result<Option<Segment>, Refusal> {
+    let starts = reserve_starts(seqoid, stride, mult)?;
+    Ok(Segment::from_chunks(&starts, unit, stride))
 }
 
-/// Reserves `mult` chunks from the sequence and makes the reservation durable: the chunks'
-/// first values, in the order `nextval` returned them.
-pub(super) fn reserve_starts(seqoid: pg_sys::Oid, mult: i64) -> Vec<i64> {
+/// Reserves up to `mult` chunks, `stride` apart, from the sequence and makes the reservation
+/// durable: the chunks' first values, in the order `nextval` returned them.
+///
+/// Refused, before any `nextval`, when the sequence is gone (dropped with its tag by a
+/// transaction that committed while this waited for the sequence's lock) or when not one more
+/// chunk starts at or below the largest bigint: both would otherwise be ERRORs of `nextval`
+/// itself ("could not open relation", XX000; "reached maximum value", 2200H), which a backend
+/// that reserves ahead, holding its value already, cannot survive without a subtransaction.
+/// Only the chunks that start at or below the largest bigint are asked for.
+pub(super) fn reserve_starts(seqoid: pg_sys::Oid, stride: i64, mult: i64) -> Result<Vec<i64>, Refusal> {
     // SAFETY: a flag of the current transaction.
     if unsafe { pg_sys::XactReadOnly } {
         raise(
@@ -73,10 +81,28 @@ pub(super) fn reserve_starts(seqoid: pg_sys::Oid, mult: i64) -> Vec<i64> {
             Some("segment_next() reserves values durably when its segment runs out, like nextval(); call it in a read-write transaction."),
         );
     }
-    let mut starts = Vec::with_capacity(mult as usize);
+    // The lock nextval takes, taken first (held to the end of the transaction, as nextval's):
+    // once it is granted, a DROP that committed meanwhile is visible (LockRelationOid accepts
+    // the invalidations), and none can commit before the nextvals below.
+    // SAFETY: a heavyweight lock by OID (a dropped OID can be locked too); released by the
+    // transaction's end, or below if the sequence is gone.
+    unsafe { pg_sys::LockRelationOid(seqoid, pg_sys::RowExclusiveLock as i32) };
+    let Some((last, called)) = tables::sequence_state(seqoid) else {
+        // SAFETY: the lock taken above.
+        unsafe { pg_sys::UnlockRelationOid(seqoid, pg_sys::RowExclusiveLock as i32) };
+        return Err(sequence_gone(seqoid));
+    };
+    let next = if called { last.checked_add(stride) } else { Some(last) };
+    let fit = next.map_or(0, |n| {
+        (0..mult).take_while(|&k| k.checked_mul(stride).and_then(|d| n.checked_add(d)).is_some()).count()
+    });
+    if fit == 0 {
+        return Err(past_bigint(seqoid));
+    }
+    let mut starts = Vec::with_capacity(fit);
     {
         let _su = RunAs::superuser();
-        for _ in 0..mult {
+        for _ in 0..fit {
             // SAFETY: nextval_oid is a V1 function taking a regclass; DirectFunctionCall1Coll
             // builds its call frame and is itself guarded by pgrx.
             let d = unsafe {
@@ -92,7 +118,7 @@ pub(super) fn reserve_starts(seqoid: pg_sys::Oid, mult: i64) -> Vec<i64> {
     // Everything inserted so far: our nextval's record, or the earlier record (possibly another
     // backend's, still unflushed) that covers the values we got.
     flush_wal_and_wait_for_sync_standbys();
-    starts
+    Ok(starts)
 }
 
 /// The chunk start the next `nextval` of a slot's sequence returns, or None if it is gone.

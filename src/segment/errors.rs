@@ -16,7 +16,9 @@ use crate::errors::{raise, raise_full, Code};
 /// transaction without a subtransaction, and a reservation must not open one: every
 /// subtransaction is a SAVEPOINT that Citus sends over the connections a COPY keeps busy (the
 /// session dies), and past 64 of them in one transaction snapshots overflow their subxid cache.
-/// Errors of PostgreSQL itself (a cancel, a WAL flush, a sequence at its MAXVALUE) stay ERRORs.
+/// Errors of PostgreSQL itself (a cancel, a lock timeout, a WAL flush) stay ERRORs; what `nextval`
+/// would raise for the tag's state (the sequence dropped, past the largest bigint) is checked
+/// before it is called (`durable::reserve_starts`).
 #[must_use]
 pub(super) struct Refusal {
     code: Code,
@@ -71,11 +73,19 @@ pub(super) fn missing_sequence(seqoid: pg_sys::Oid) -> ! {
     sequence_gone(seqoid).raise()
 }
 
-/// The chunks a reservation got would go past the largest bigint: 2200H.
+/// The chunks a reservation got would go past the largest bigint: 2200H. Names the sequence (an
+/// OID says nothing to the reader, and differs between installations).
 pub(super) fn past_bigint(seqoid: pg_sys::Oid) -> Refusal {
+    // SAFETY: a syscache lookup by OID; NULL if the relation does not exist, else a palloc'd copy
+    // of its name, read at once.
+    let name = unsafe {
+        let p = pg_sys::get_rel_name(seqoid);
+        (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+    };
+    let name = name.map_or_else(|| format!("with OID {}", u32::from(seqoid)), |n| format!("\"{n}\""));
     Refusal::new(
         Code::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
-        format!("segment sequence {} has reached the largest bigint value", u32::from(seqoid)),
+        format!("segment sequence {name} has reached the largest bigint value"),
         None,
     )
 }

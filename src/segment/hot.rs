@@ -11,7 +11,7 @@ use super::claim::{find_or_claim, Found};
 use super::config::validate_tag;
 use super::leased::not_serving;
 use super::owners;
-use super::refill::{private_next, refill};
+use super::refill::{private_next, refill, refill_not_made};
 use super::table::{cv_ptr, entry_ptr, Held, HEADER, MAX_TAG_BYTES};
 use crate::clock::monotonic_ms;
 use crate::errors::{raise, Code};
@@ -216,7 +216,11 @@ pub(super) fn next_value(tag: &[u8]) -> i64 {
             Some((Some(value), due)) => {
                 if registry && !owners::serving() {
                     // a node that lost its lease stops serving its registry-owned slots, cached
-                    // values included (the value taken is a gap)
+                    // values included (the value taken is a gap); the reservation ahead this call
+                    // was marked for is not made, and the entry must not say it is in flight
+                    if due {
+                        refill_not_made(idx, gen);
+                    }
                     not_serving(tag_str(tag));
                 }
                 if due {

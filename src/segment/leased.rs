@@ -136,7 +136,7 @@ pub(super) fn reserve_leased(
             }
         }
     }
-    let starts = reserve_starts(seqoid, mult);
+    let starts = reserve_starts(seqoid, stride, mult)?;
     let chunks: Vec<i64> = starts.iter().map(|&s| chunk_index(origin, stride, s).unwrap_or(-1)).collect();
     // Handed out only if the slot is still ours under the same epoch, and every chunk lies in
     // [floor, ceiling) as the registry recorded it.

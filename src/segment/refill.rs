@@ -64,12 +64,20 @@ fn reserve_chunks(
 /// caller's transaction aborts as it would without the catch; `cleanup` only touches shared
 /// memory under this file's locks (an ended refill must not leave its entry "refilling" for the
 /// other backends).
+///
+/// Every LWLock this backend still holds is released before `cleanup`: a guard unwound by an
+/// ERROR leaves its lock to the abort (`lock::LockGuard`), and `cleanup` taking an entry lock the
+/// failed step still held would wait for itself, uninterruptibly, with every waiter of the entry.
 fn on_error_rethrow<T>(
     f: impl FnOnce() -> T + std::panic::UnwindSafe,
     cleanup: impl Fn() + std::panic::UnwindSafe + std::panic::RefUnwindSafe,
 ) -> T {
     pgrx::PgTryBuilder::new(f)
         .catch_others(move |e| {
+            // SAFETY: what transaction abort does first (AbortTransaction); the ERROR is raised
+            // again right after, so nothing runs on under a lock it no longer holds, and
+            // LWLockReleaseAll balances its own interrupt holdoffs.
+            unsafe { pg_sys::LWLockReleaseAll() };
             cleanup();
             e.rethrow()
         })
@@ -193,6 +201,13 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
     if overflow && sync {
         overflow_oid(seqoid);
     }
+}
+
+/// Ends a refill entry `idx` (generation `gen`) was marked for that will not run (its caller
+/// fails before it): the entry must not stay "refilling", or no backend would refill it ahead
+/// and the next one to find it empty would wait for a reservation nobody makes.
+pub(super) fn refill_not_made(idx: usize, gen: u64) {
+    finish_refill(idx, gen, |e| e.refilling = false);
 }
 
 /// Applies `f` to entry `idx` under its lock if it still has generation `gen` (a drop or set

@@ -51,7 +51,7 @@ pub(super) fn reserve_slotted(
     };
     let Some((slot, _)) = pick_least_used(&cands, None) else { return Err(no_slot(tag)) };
     let Some(seqoid) = owned.iter().find(|r| r.slot == slot).map(|r| r.seqoid) else { return Err(no_slot(tag)) };
-    let seg = reserve(seqoid, cfg.unit, stride, mult);
+    let seg = reserve(seqoid, cfg.unit, stride, mult)?;
     // Released (or handed over) while this reserved: the chunks are not served.
     let still = slot_rows(tag).iter().any(|r| r.slot == slot && r.owned && r.seqoid == seqoid);
     Ok(Reserved { slot: Some(slot), seg, gap: !still })

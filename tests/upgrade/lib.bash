@@ -3,7 +3,8 @@
 #   strip_pg_attver OLD TO              remove Debian 15's pg_attver column option (see below)
 #   run_pg_upgrade FROM TO OLD NEW ...  pg_upgrade OLD (major FROM, shut down) into NEW (major
 #                                       TO, initialised); extra arguments go to pg_upgrade (--check);
-#                                       then copies the generator state (docs/operations.md, "Upgrading PostgreSQL")
+#                                       then copies the generator state (docs/operations.md, "Upgrading PostgreSQL"),
+#                                       unless PG_UPGRADE_COPY_STATE=0
 #   check_like_fresh NAME DB DESC       DB of cluster NAME has exactly the objects of a fresh install
 #                                       (tests/upgrade/objects.sql; the fresh install is database
 #                                       fresh of NAME, created at the first call); the diff if not
@@ -78,7 +79,9 @@ run_pg_upgrade() {
         [ -z "$f" ] || { echo "--- last lines of $f"; tail -40 "$f"; }
         return 1
     fi
-    if [ $# -eq 0 ]; then   # the documented step: carry the generator state over
+    # the documented step: carry the generator state over (PG_UPGRADE_COPY_STATE=0 leaves it out:
+    # the test of what the new cluster does without it)
+    if [ $# -eq 0 ] && [ "${PG_UPGRADE_COPY_STATE:-1}" = 1 ]; then
         runuser -u postgres -- cp -a "$old_data/pg_idgen" "$new_data/"
     fi
 }

@@ -8,9 +8,10 @@
 #   set_worker_id(5); 20,000 snowflake ids through DEFAULT snowflake_next(); a segment tag
 #   `inv` (step 100) with 2,000 values through DEFAULT segment_next('inv'); the state file.
 # Clean shutdown; initdb of the new cluster (TO; --no-data-checksums on 18, to match);
-# pg_upgrade --check, pg_upgrade; copy $PGDATA/pg_idgen/ (the generator state: pg_upgrade
-# copies relations, not files of extensions) — the documented procedure, docs/operations.md, "Upgrading
-# PostgreSQL". Then on the new cluster:
+# pg_upgrade --check, pg_upgrade, without copying $PGDATA/pg_idgen/ (the generator state:
+# pg_upgrade copies relations, not files of extensions): the new cluster refuses snowflake ids
+# (55000, saying to copy the file), also after a restart; then the file copied as it says — the
+# documented procedure, docs/operations.md, "Upgrading PostgreSQL". Then on the new cluster:
 #   * the rows, the worker table row (5), the registered layout and the segment tag arrived;
 #     ids decode the same as before (server layout and the custom layout);
 #   * the worker table's system identifier is the old cluster's: snowflake_next() refuses
@@ -69,7 +70,23 @@ use "$TO"
 INITDB_OPTS=$([ "$TO" -ge 18 ] && echo --no-data-checksums || true) "$CLUSTER" init "$NEW"
 NEW_DATA=$("$CLUSTER" pgdata "$NEW")
 run_pg_upgrade "$FROM" "$TO" "$OLD" "$NEW" --check || finish
-run_pg_upgrade "$FROM" "$TO" "$OLD" "$NEW" || finish
+# The state file left out (pg_upgrade copies relations, not pg_idgen/): the new cluster, started
+# by pg_upgrade in binary upgrade mode without one, wrote one that says so
+PG_UPGRADE_COPY_STATE=0 run_pg_upgrade "$FROM" "$TO" "$OLD" "$NEW" || finish
+check_match "new, state file left out: pg_upgrade's start marked it as missing the old cluster's" \
+    "$(runuser -u postgres -- cat "$NEW_DATA/pg_idgen/snowflake.state")" $'\nlayout pg_upgrade:'
+cluster_start "$NEW" 28992 "${OPTS[@]}"
+check "new, state file left out: the worker table row arrived" "$(db "$NEW" "SELECT worker_id FROM pg_idgen_worker")" -eq 5
+expect_sql_error "$NEW" 55000 "pg_upgrade made this cluster, and the old cluster's generator state \(pg_idgen/snowflake.state\) has not been copied here" \
+    "\\c app" "SELECT snowflake_next()"
+check_match "new, state file left out: the refusal says how (copy the file, restart)" "$LAST_ERR" \
+    'copy pg_idgen/snowflake.state from the old cluster.s data directory'
+check "new, state file left out: no id was handed out" "$(db "$NEW" "SELECT count(*) FROM t")" -eq 20000
+check "new, state file left out: a restart keeps the refusal" \
+    "$("$CLUSTER" restart "$NEW" "${OPTS[@]}" >/dev/null 2>&1; db "$NEW" "SELECT snowflake_next()" 2>&1 | grep -c 'has not been copied here')" -eq 1
+"$CLUSTER" stop "$NEW" fast
+# ... then copied as the refusal says
+runuser -u postgres -- cp -a "$OLD_DATA/pg_idgen/snowflake.state" "$NEW_DATA/pg_idgen/snowflake.state"
 state_new=$(runuser -u postgres -- cat "$NEW_DATA/pg_idgen/snowflake.state")
 check "new: state file is the old one" "$state_new" == "$state_old"
 
