@@ -58,7 +58,12 @@ pub(crate) fn flush_wal_and_wait_for_sync_standbys_for(what: &str) {
 /// Reserves `mult` chunks from the tag's sequence and makes the reservation durable. Runs with
 /// no LWLock held. Returns the segment, or None if the chunks would overflow bigint; refused as
 /// [`reserve_starts`] is.
-pub(super) fn reserve(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Result<Option<Segment>, Refusal> {
+pub(super) fn reserve(
+    seqoid: pg_sys::Oid,
+    unit: i64,
+    stride: i64,
+    mult: i64,
+) -> Result<Option<Segment>, Refusal> {
     let starts = reserve_starts(seqoid, stride, mult)?;
     Ok(Segment::from_chunks(&starts, unit, stride))
 }

@@ -28,9 +28,9 @@ use pgrx::prelude::*;
 
 use super::config::TagConfig;
 use super::durable::next_chunk;
+use super::errors::{past_bigint, Refusal};
 use super::slot_rows::{slot_origin, slot_rows};
 use crate::catalog::RunAs;
-use super::errors::{past_bigint, Refusal};
 use crate::errors::Code;
 use crate::keyed::marks::{call_kind, MarkKind};
 
@@ -108,7 +108,11 @@ pub(super) fn raise(tag: &str, cfg: &TagConfig, slot: Option<i64>, seg: &Segment
     let marks = call_kind(MarkKind::Segment, tag, &[(bucket, last)]).map_err(|e| failed(tag, &e, true))?;
     let now = marks.get(bucket).copied().unwrap_or(0);
     if now < last {
-        return Err(failed(tag, &format!("the registry's mark of slot {slot} is {now} after a raise to {last}"), true));
+        return Err(failed(
+            tag,
+            &format!("the registry's mark of slot {slot} is {now} after a raise to {last}"),
+            true,
+        ));
     }
     Ok(())
 }

@@ -11,6 +11,11 @@ use super::errors::Refusal;
 
 /// Reserves `mult` chunks of `unit` values, `stride` apart, from the sequence `seqoid`. Refused
 /// only as `durable::reserve_starts` is (the sequence gone, bigint used up).
-pub(super) fn reserve_plain(seqoid: pg_sys::Oid, unit: i64, stride: i64, mult: i64) -> Result<Reserved, Refusal> {
+pub(super) fn reserve_plain(
+    seqoid: pg_sys::Oid,
+    unit: i64,
+    stride: i64,
+    mult: i64,
+) -> Result<Reserved, Refusal> {
     Ok(Reserved { slot: None, seg: reserve(seqoid, unit, stride, mult)?, gap: false })
 }

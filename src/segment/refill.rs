@@ -118,7 +118,8 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
             if tables::sequence_state(seqoid).is_none() {
                 return Err(sequence_gone(seqoid));
             }
-            let r = reserve_chunks(&tag, &cfg, (seqoid, unit, stride), mult, slot_high.as_ref(), !marks_read)?;
+            let r =
+                reserve_chunks(&tag, &cfg, (seqoid, unit, stride), mult, slot_high.as_ref(), !marks_read)?;
             // SAFETY: a flag of the current transaction.
             let lifted = cfg.registry_marks && !marks_read && !unsafe { pg_sys::XactReadOnly };
             Ok((r.slot, r.seg, r.gap, lifted))

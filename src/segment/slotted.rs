@@ -50,7 +50,9 @@ pub(super) fn reserve_slotted(
         None => owned.iter().filter_map(|r| next_chunk(r.seqoid, stride).map(|n| (r.slot, n))).collect(),
     };
     let Some((slot, _)) = pick_least_used(&cands, None) else { return Err(no_slot(tag)) };
-    let Some(seqoid) = owned.iter().find(|r| r.slot == slot).map(|r| r.seqoid) else { return Err(no_slot(tag)) };
+    let Some(seqoid) = owned.iter().find(|r| r.slot == slot).map(|r| r.seqoid) else {
+        return Err(no_slot(tag));
+    };
     let seg = reserve(seqoid, cfg.unit, stride, mult)?;
     // Released (or handed over) while this reserved: the chunks are not served.
     let still = slot_rows(tag).iter().any(|r| r.slot == slot && r.owned && r.seqoid == seqoid);
