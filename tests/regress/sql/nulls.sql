@@ -43,6 +43,9 @@ BEGIN
     FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
     JOIN pg_extension e ON e.oid = d.refobjid AND d.deptype = 'e'
     WHERE e.extname = 'pg_idgen' AND p.prorettype <> 'trigger'::regtype AND p.pronargs > 0
+      -- a type's binary input (internal): not callable from SQL, refused by the server itself with
+      -- a code that differs between majors (0A000 before 18, 42846 on 18)
+      AND NOT 'internal'::regtype = ANY (p.proargtypes::regtype[])
     ORDER BY p.proname, p.pronargs
   LOOP
     FOR i IN 1 .. f.pronargs LOOP
