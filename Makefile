@@ -42,6 +42,8 @@
 #                          every insert form through every node; no value twice, every worker id the
 #                          evaluating node's Citus group (tests/citus/run.sh)
 #   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
+#   make test-move [UPGRADE_FROM=15 UPGRADE_TO=18]    a move by logical replication across majors,
+#                          under load, the state carried at the cut-over (migrate/002_logical_move)
 #   make test-monitoring [PG=NN]   prometheus/: promtool check + test of the alert rules, then a
 #                          real postgres_exporter (Debian's) scraping a cluster of that major
 #                          (tests/monitoring/exporter.sh); make test-monitoring-rules: promtool only
@@ -103,7 +105,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 .NOTPARALLEL:
 
 .PHONY: deps build install install-test run psql stop test test-matrix test-docs test-core test-pgrx \
-        test-all test-regress test-integration test-clients test-ha test-partition test-multimaster test-citus test-upgrade test-extension-update test-package \
+        test-all test-regress test-integration test-clients test-ha test-partition test-multimaster test-citus test-move test-upgrade test-extension-update test-package \
         test-monitoring test-monitoring-rules \
         test-assert bench pgenv package clean clean-servers
 
@@ -175,7 +177,7 @@ test:
 # runs there only the scripts that exercise version-specific code) and the packages of all four
 test-all:
 	FULL_INTEGRATION_MAJORS=all PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
-	  CITUS_MAJORS="16 17 18" \
+	  CITUS_MAJORS="16 17 18" MOVE_FROM_MAJORS="15 16 17" \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
 
 # scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors;
@@ -250,6 +252,12 @@ test-monitoring: test-monitoring-rules install-test
 
 UPGRADE_FROM ?= 15
 UPGRADE_TO   ?= 18
+# a move to a newer major by logical replication under load, the state carried at the cut-over
+test-move:
+	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_FROM)
+	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_TO)
+	tests/integration/migrate/002_logical_move.sh $(UPGRADE_FROM) $(UPGRADE_TO)
+
 test-upgrade:
 	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_FROM)
 	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_TO)

@@ -6,7 +6,7 @@
 #   Several:       docs and core once (they do not depend on PostgreSQL), then pgrx, regress, integration
 #                  and clients on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
 #                  (default 15 -> 18) when both are in the list.
-#   Env: MATRIX_LAYERS="docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade"
+#   Env: MATRIX_LAYERS="docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move"
 #        restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
 #        CLIENT_MAJORS="15 18" the majors the client libraries run against ("all": every one; one
@@ -26,6 +26,7 @@
 #        PARTITION_SCENARIOS its scenarios (default the CI subset of tests/partition/run.sh;
 #          "all": every one, as make test-all runs them);
 #        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end);
+#        MOVE_FROM_MAJORS="15" the older majors moved to UPGRADE_TO by the move layer;
 #        PG_IDGEN_DEPS_SECS=N the time `make deps` took (.ci/run sets it), shown with the layers.
 #
 # Layers (each a make target, so it can be run alone):
@@ -58,6 +59,9 @@
 #   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0 (make test-extension-update PG=NN)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
+#   move         tests/integration/migrate/002_logical_move.sh OLD 18 for each OLD of
+#                MOVE_FROM_MAJORS (default 15; make test-all: 15 16 17): a move to a newer major by
+#                logical replication under load, the state carried at the cut-over (make test-move)
 # Builds are reused: one target/ for every major (dependencies compiled once; pgrx-pg-sys and
 # pgrx per major), and the dev package tree of each major is rebuilt only when a source changed.
 #
@@ -71,7 +75,7 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 [ $# -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 MAJORS=("$@")
-LAYERS=${MATRIX_LAYERS:-docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade}
+LAYERS=${MATRIX_LAYERS:-docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-15 18}
 RELEASE_PACKAGE_MAJORS=${RELEASE_PACKAGE_MAJORS:-15}
@@ -84,6 +88,7 @@ if [ ${#MAJORS[@]} -eq 1 ]; then CITUS_MAJORS=${CITUS_MAJORS:-${MAJORS[0]}}; els
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 UPGRADE_FROM=${UPGRADE_FROM:-15}
 UPGRADE_TO=${UPGRADE_TO:-18}
+MOVE_FROM_MAJORS=${MOVE_FROM_MAJORS:-$UPGRADE_FROM}
 RUN_DIR=$(scripts/cluster.sh rundir)
 LOGS=$RUN_DIR/test-logs
 mkdir -p "$LOGS" && chmod 755 "$RUN_DIR" "$LOGS"
@@ -225,6 +230,7 @@ summary() {
         printf 'PG %-6s %s\n' "${VERSION[$m]:-$m}" "${SUMMARY[$m]:-not run}"
     done
     [ -z "${SUMMARY[upgrade]:-}" ] || echo "${SUMMARY[upgrade]}"
+    [ -z "${SUMMARY[move]:-}" ] || echo "${SUMMARY[move]}"
     [ -z "${SUMMARY[docs]:-}" ] || echo "${SUMMARY[docs]}"
     [ -z "${SUMMARY[core]:-}" ] || echo "${SUMMARY[core]}"
     [ -z "${SUMMARY[rules]:-}" ] || echo "${SUMMARY[rules]}"
@@ -343,6 +349,17 @@ if has_layer upgrade && [[ " ${MAJORS[*]} " == *" $UPGRADE_FROM "* ]] && [[ " ${
     run_layer "$UPGRADE_FROM-$UPGRADE_TO" upgrade env PG= PG_CONFIG= tests/upgrade/pg_upgrade.sh "$UPGRADE_FROM" "$UPGRADE_TO"
     n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$LAST_LOG" | grep -Eo '[0-9]+' | head -1)
     SUMMARY[upgrade]="pg_upgrade $UPGRADE_FROM -> $UPGRADE_TO: ${n:-?} checks $(status $LAST_RC) ($(fmt $LAST_SECS))"
+fi
+
+# a move to a newer major by logical replication, the state carried at the cut-over (the test builds
+# of both majors are installed: every layer above leaves its major's installed)
+if has_layer move && [[ " ${MAJORS[*]} " == *" $UPGRADE_TO "* ]]; then
+    for old in $MOVE_FROM_MAJORS; do
+        [[ " ${MAJORS[*]} " == *" $old "* ]] && [ "$old" -lt "$UPGRADE_TO" ] || continue
+        run_layer "$old-$UPGRADE_TO" move env PG= PG_CONFIG= tests/integration/migrate/002_logical_move.sh "$old" "$UPGRADE_TO"
+        n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$LAST_LOG" | grep -Eo '[0-9]+' | head -1)
+        SUMMARY[move]="${SUMMARY[move]:+${SUMMARY[move]}  }logical move $old -> $UPGRADE_TO: ${n:-?} checks $(status $LAST_RC) ($(fmt $LAST_SECS))"
+    done
 fi
 
 summary
