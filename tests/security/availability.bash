@@ -6,7 +6,7 @@
 #
 #   avail_setup C REGDB VICDB    roles and objects: in REGDB (the registry database) the node
 #                                roles of docs/worker-ids.md's SQL block (group idgen_nodes):
-#                                node_x (the attacker, worker id 1), node_c (3-4), node_d (5,
+#                                node_x (the attacker, worker id 11), node_c (13-14), node_d (15,
 #                                holding its lease under token 55 and slot 0 of the registry tag
 #                                'vt'); nobody (a login role with PUBLIC's rights only); user_u
 #                                (USAGE on the keyed space 'ak'); the attacker's tag 'at'. In
@@ -18,8 +18,8 @@
 #                                role (BEGIN; the call; nothing more until the victims ran); while
 #                                it is open (or the call still runs), each victim operation runs
 #                                with lock_timeout = 300ms and statement_timeout = 5s and must
-#                                answer as it does alone: node_c's choice (auto, 3-4), node_d's
-#                                renewal of 5, its slot calls (rows, take, raise, release) and its
+#                                answer as it does alone: node_c's choice (auto, 13-14), node_d's
+#                                renewal of 15, its slot calls (rows, take, raise, release) and its
 #                                marks calls (segment, keyed, forget), and in VICDB snowflake_next,
 #                                segment_next, keyed_next. One check per role; a failure names the
 #                                call and the victim. AVAIL_PAIRS: calls × operations run.
@@ -32,28 +32,28 @@ avail_setup() {
     once=$(sed '/^-- per node/,$d' <<<"$doc")
     per=$(sed -n '/^-- per node/,$p' <<<"$doc")
     PGDATABASE=$reg "$CLUSTER" psql "$c" -v ON_ERROR_STOP=1 -q <<<"SET client_min_messages = warning; $once" >/dev/null
-    for role in node_x:1 node_c:3:4 node_d:5; do
+    for role in node_x:11 node_c:13:14 node_d:15; do
         lohi=${role#*:}
         PGDATABASE=$reg "$CLUSTER" psql "$c" -v ON_ERROR_STOP=1 -q <<<"$(sed "s/idgen_node1/${role%%:*}/g; s/'${role%%:*}', 1, 1)/'${role%%:*}', ${lohi%%:*}, ${lohi##*:})/" <<<"$per")" >/dev/null
     done
     qdb "$c" "$reg" "SET client_min_messages = warning" "CREATE ROLE nobody LOGIN" "CREATE ROLE user_u LOGIN" "CREATE ROLE victim LOGIN" \
         "SELECT keyed_create('ak')" "SELECT keyed_grant('ak', 'user_u')" "SELECT segment_create('at', 10)" \
-        "SELECT segment_registry_assign('vt', 1, ARRAY[5])" >/dev/null
+        "SELECT segment_registry_assign('vt', 1, ARRAY[15])" >/dev/null
     qdb "$c" "$vic" "SET client_min_messages = warning" "CREATE EXTENSION IF NOT EXISTS pg_idgen" \
         "SELECT segment_create('vs', 10)" "SELECT keyed_create('vk')" "SELECT keyed_grant('vk', 'victim')" >/dev/null
     AVAIL_VICOID=$(q "$c" "SELECT oid FROM pg_database WHERE datname = '$vic'")
     # node_d holds worker id 5 and slot 0 of 'vt'; its marks of VICDB exist (its owner row)
     avail_node_d "$c" "$reg" >/dev/null 2>&1
-    PGDATABASE=$reg "$CLUSTER" psql "$c" -U node_d -At -c "SELECT count(*) FROM pg_idgen_slot_take('vt', 0, 5, 55)" >/dev/null
+    PGDATABASE=$reg "$CLUSTER" psql "$c" -U node_d -At -c "SELECT count(*) FROM pg_idgen_slot_take('vt', 0, 15, 55)" >/dev/null
 }
 
-avail_claim_d() { echo "SELECT granted FROM pg_idgen_lease_claim(5, NULL, NULL, '$AVAIL_SYSID_D', 'nd', 'h', 1, 55, 60, true, 0, 0, NULL, NULL, NULL)"; }
+avail_claim_d() { echo "SELECT granted FROM pg_idgen_lease_claim(15, NULL, NULL, '$AVAIL_SYSID_D', 'nd', 'h', 1, 55, 60, true, 0, 0, NULL, NULL, NULL)"; }
 
 # the victims, each as ROLE DB SQL... and what they answer alone
 avail_node_d() {   # C REGDB: node_d's operations; prints their answers
-    local c=$1 reg=$2 sql=("$(avail_claim_d)" "SELECT count(*) FROM pg_idgen_slot_rows(5, 55)"
-        "SELECT count(*) FROM pg_idgen_slot_take('vt', 0, 5, 55)" "SELECT count(*) FROM pg_idgen_slot_raise('vt', 0, 5, 55, 1)"
-        "SELECT pg_idgen_slot_release('vt', 0, 5, 55, 55)"
+    local c=$1 reg=$2 sql=("$(avail_claim_d)" "SELECT count(*) FROM pg_idgen_slot_rows(15, 55)"
+        "SELECT count(*) FROM pg_idgen_slot_take('vt', 0, 15, 55)" "SELECT count(*) FROM pg_idgen_slot_raise('vt', 0, 15, 55, 1)"
+        "SELECT pg_idgen_slot_release('vt', 0, 15, 55, 55)"
         "SELECT count(*) FROM pg_idgen_segment_marks('$AVAIL_SYSID_D', $AVAIL_VICOID, 'vs', '{0}', '{10}')"
         "SELECT count(*) FROM pg_idgen_keyed_marks('$AVAIL_SYSID_D', $AVAIL_VICOID, 'vk', '{0}', '{10}')")
     if [ "$(qdb "$c" "$reg" "SELECT to_regprocedure('pg_idgen_marks_forget(text, oid[])') IS NOT NULL")" = t ]; then
@@ -64,7 +64,7 @@ avail_node_d() {   # C REGDB: node_d's operations; prints their answers
 avail_victims() {  # C REGDB VICDB: every victim operation's answers, one per line
     local c=$1 reg=$2 vic=$3
     PGOPTIONS="-c lock_timeout=300ms -c statement_timeout=5s" PGDATABASE=$reg "$CLUSTER" psql "$c" -U node_c -At \
-        -c "SELECT lease_worker_id || ' ' || granted FROM pg_idgen_lease_claim(NULL, 3, 4, '7300000000000000003', 'nc', 'h', 1, 33, 60, false, 0, 0, NULL, NULL, NULL)" 2>&1
+        -c "SELECT lease_worker_id || ' ' || granted FROM pg_idgen_lease_claim(NULL, 13, 14, '7300000000000000003', 'nc', 'h', 1, 33, 60, false, 0, 0, NULL, NULL, NULL)" 2>&1
     avail_node_d "$c" "$reg"
     PGOPTIONS="-c lock_timeout=300ms -c statement_timeout=5s" PGDATABASE=$vic "$CLUSTER" psql "$c" -U victim -At \
         -c "SELECT snowflake_next() > 0" -c "SELECT segment_next('vs') > 0" -c "SELECT keyed_next('vk', 1) > 0" 2>&1

@@ -3,8 +3,8 @@
 -- enumerated from pg_proc: every function of pg_idgen that role :'role' may execute (granted to
 -- PUBLIC, to a registry node role, or to the holder of a keyed space's USAGE), as
 --   <function's identity>|<the call>
--- The arguments are those of the attacker's own objects (its worker id 1 and token 11, its
--- system identifier, its keyed space 'ak' and segment tag 'at', its key 1), chosen by the
+-- The arguments are those of the attacker's own objects (its worker id and token 11, its
+-- system identifier, its keyed space 'ak' and segment tag 'at', its key 1; worker id 11), chosen by the
 -- argument's name, else an ordinary value of the type (as tests/security/gen_calls.sql does).
 -- A function taking a range of worker ids (lo, hi) is also called in auto mode (worker_id NULL)
 -- over its own id (1-1) and over the longest range (0-2147483647).
@@ -36,7 +36,7 @@ WITH fns AS (
     LEFT JOIN pg_catalog.pg_namespace en ON en.oid OPERATOR(pg_catalog.=) et.typnamespace
 ), sample AS (
     SELECT a.oid, a.pos, a.argname,
-           CASE WHEN a.argname OPERATOR(pg_catalog.=) ANY (ARRAY['worker_id', 'lo', 'hi', 'take_worker_id', 'owner', 'to_worker', 'from_worker']::pg_catalog.text[]) THEN '''1'''
+           CASE WHEN a.argname OPERATOR(pg_catalog.=) ANY (ARRAY['worker_id', 'lo', 'hi', 'take_worker_id', 'owner', 'to_worker', 'from_worker']::pg_catalog.text[]) THEN '''11'''
                 WHEN a.argname OPERATOR(pg_catalog.=) ANY (ARRAY['token', 'seen_owner_token']::pg_catalog.text[]) THEN '''11'''
                 WHEN a.argname OPERATOR(pg_catalog.=) 'system_identifier' THEN '''7300000000000000009'''
                 WHEN a.argname OPERATOR(pg_catalog.=) 'database' THEN pg_catalog.format('''%s''', (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
@@ -79,7 +79,7 @@ WITH fns AS (
     SELECT f.oid, r.k, (SELECT pg_catalog.string_agg(CASE s.argname WHEN 'worker_id' THEN 'NULL::pg_catalog.int4'
                                                               WHEN 'lo' THEN r.lo WHEN 'hi' THEN r.hi ELSE s.v END, ', ' ORDER BY s.pos)
                         FROM sample s WHERE s.oid OPERATOR(pg_catalog.=) f.oid)
-    FROM fns f, (VALUES (1, '''1''::pg_catalog.int4', '''1''::pg_catalog.int4'),
+    FROM fns f, (VALUES (1, '''11''::pg_catalog.int4', '''11''::pg_catalog.int4'),
                         (2, '''0''::pg_catalog.int4', '''2147483647''::pg_catalog.int4')) r(k, lo, hi)
     WHERE 'lo' OPERATOR(pg_catalog.=) ANY (f.argnames) AND 'hi' OPERATOR(pg_catalog.=) ANY (f.argnames)
 )
