@@ -90,11 +90,7 @@ pub fn pack_oids(oids: &[u32]) -> Vec<i64> {
 
 /// The oids of [`pack_oids`] (zeros skipped).
 pub fn unpack_oids(packed: &[i64]) -> Vec<u32> {
-    packed
-        .iter()
-        .flat_map(|&v| [((v as u64) >> 32) as u32, (v as u64) as u32])
-        .filter(|&o| o != 0)
-        .collect()
+    packed.iter().flat_map(|&v| [((v as u64) >> 32) as u32, (v as u64) as u32]).filter(|&o| o != 0).collect()
 }
 
 #[repr(C)]
@@ -182,7 +178,9 @@ pub(crate) fn call_kind(kind: MarkKind, space: &str, raise: &[(usize, i64)]) -> 
         Err(e) if e.contains(PAIRS_FULL) => match forget_dropped_databases() {
             Ok(true) => call_raw(kind, space, raise),
             Ok(false) => Err(e),
-            Err(why) => Err(format!("{e} (and the marks of dropped databases could not be forgotten: {why})")),
+            Err(why) => {
+                Err(format!("{e} (and the marks of dropped databases could not be forgotten: {why})"))
+            }
         },
         r => r,
     }

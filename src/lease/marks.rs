@@ -50,7 +50,10 @@ impl Registry {
     fn forget(&self, sysid: &str, packed: &[i64]) -> Result<Vec<i64>, RegError> {
         let gone = marks::unpack_oids(packed);
         let sql = format!("SELECT database FROM {}.pg_idgen_marks_forget($1, $2)", self.schema);
-        let rows = self.run("registry marks of dropped databases", self.client().query(sql.as_str(), &[&sysid, &gone]))?;
+        let rows = self.run(
+            "registry marks of dropped databases",
+            self.client().query(sql.as_str(), &[&sysid, &gone]),
+        )?;
         let left: Vec<u32> = rows.iter().map(|r| r.get::<_, u32>(0)).collect();
         Ok(marks::pack_oids(&left))
     }
