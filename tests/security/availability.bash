@@ -24,6 +24,8 @@
 #                                segment_next, keyed_next. One check per role; a failure names the
 #                                call and the victim. AVAIL_PAIRS: calls × operations run.
 # A victim operation whose function the registry does not have (an older version) is left out.
+# AVAIL_DOC=<file>: the SQL block of that copy of docs/worker-ids.md instead (a control run on
+# 0.5.0's code uses 0.5.0's page, whose block names no pg_idgen_marks_forget).
 AVAIL_SYSID_D=7300000000000000005
 
 avail_setup() {

@@ -11,7 +11,9 @@
 #  1. creator runs ROUNDS rounds (default 40; MARKS_ROUNDS=1024 runs the whole attack) of: CREATE
 #     DATABASE cN TEMPLATE tpl, segment_next('tt') and keyed_next('kt', 1) in cN, DROP DATABASE
 #     cN; and keeps one clone (keep) alive with both in use. Each round left one segment and one
-#     keyed pair in the registry keyed by a database P no longer has.
+#     keyed pair in the registry keyed by a database P no longer has (with the whole attack, the
+#     bound is reached during the rounds: every round works, and fewer dead pairs than rounds are
+#     left, the node having forgotten them; 1,024 rounds took 517 s here).
 #  2. A registry superuser adds the pairs the remaining rounds of the attack would have left (rows
 #     for database oids P does not have), up to 1024 pairs of each kind.
 #  3. app: a new tag 'late' (registry_marks) and a new space 'kl' (registry => true) get their
@@ -20,6 +22,8 @@
 #     registry; those of app and of the live clone keep are kept, with their bounds.
 #  4. Another role's node cannot forget this node's marks (42501), nor can a role without the
 #     grant call the function; PUBLIC may not execute it.
+# MARKS_DOC=<file>: the SQL block of that copy of docs/worker-ids.md instead (a control run on
+# 0.5.0's code uses 0.5.0's page, whose block names no pg_idgen_marks_forget).
 # Pass/fail never depends on timing: waits poll for states (90 s bound).
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
@@ -68,8 +72,14 @@ check "1: creator's $ROUNDS rounds and the live clone ran without an error" "$(g
 log "1: $ROUNDS rounds in $(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 DBS=$(q "$P" "SELECT string_agg(oid::text, ',') FROM pg_database")
 dead_pairs() { rq "SELECT count(DISTINCT (database, $2)) FROM $1 WHERE system_identifier = $SYSID AND database NOT IN ($DBS)"; }
-check "1: segment pairs of databases P no longer has" "$(dead_pairs pg_idgen_segment_marks tag)" -eq "$ROUNDS"
-check "1: keyed pairs of databases P no longer has" "$(dead_pairs pg_idgen_keyed_marks space)" -eq "$ROUNDS"
+if [ $((ROUNDS + 2)) -le 1024 ]; then
+    check "1: segment pairs of databases P no longer has" "$(dead_pairs pg_idgen_segment_marks tag)" -eq "$ROUNDS"
+    check "1: keyed pairs of databases P no longer has" "$(dead_pairs pg_idgen_keyed_marks space)" -eq "$ROUNDS"
+else   # the whole attack: the bound was reached during the rounds, and the node forgot the dead pairs then
+    check "1: segment pairs of databases P no longer has, fewer than the rounds (forgotten when the bound was reached)" \
+        "$(dead_pairs pg_idgen_segment_marks tag)" -lt "$ROUNDS"
+    check "1: keyed pairs of databases P no longer has, fewer than the rounds" "$(dead_pairs pg_idgen_keyed_marks space)" -lt "$ROUNDS"
+fi
 
 # ---- 2. the rest of the attack's pairs ----
 rq "INSERT INTO pg_idgen_segment_marks (system_identifier, database, tag, slot, bound)
