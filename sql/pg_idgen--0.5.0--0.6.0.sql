@@ -255,3 +255,78 @@ BEGIN
     END LOOP;
 END
 $do$;
+
+-- ---- A node's first write of marks waits for no other node ----
+-- pg_idgen_marks_owner_check serialised first writes on the pg_idgen_registry_nodes rows of every
+-- role the login role is a member of: with one row for a group role the nodes share, a node's
+-- open transaction stalled the others' first writes. It now locks only the login role's own rows.
+-- Internal, for the SECURITY DEFINER marks functions below: refuses (42501) unless the session's
+-- login role owns the marks of system identifier $1 (pg_idgen_keyed_mark_owners; the first
+-- registry node role to write marks of it, keyed or segment, takes them) or is a superuser. $2
+-- names the marks in the message.
+CREATE OR REPLACE FUNCTION pg_idgen_marks_owner_check(sysid numeric, what text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $fn$
+#variable_conflict use_column
+DECLARE
+    owner name;
+    worker_ids numeric;
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL THEN
+        RAISE EXCEPTION 'pg_idgen_marks_owner_check: no argument may be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_roles r
+                WHERE r.rolname OPERATOR(pg_catalog.=) session_user AND r.rolsuper) THEN
+        RETURN true;
+    END IF;
+    SELECT o.role_name INTO owner FROM @extschema@.pg_idgen_keyed_mark_owners o
+     WHERE o.system_identifier OPERATOR(pg_catalog.=) $1;
+    IF NOT FOUND THEN
+        SELECT pg_catalog.sum((n.last_worker::pg_catalog.int8 OPERATOR(pg_catalog.-) n.first_worker)
+                              OPERATOR(pg_catalog.+) 1) INTO worker_ids
+          FROM @extschema@.pg_idgen_registry_nodes n
+          JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) n.role_name
+         WHERE pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER');
+        IF worker_ids IS NULL THEN
+            RAISE EXCEPTION 'role "%" is not a node role of this registry', session_user
+                USING ERRCODE = '42501',
+                      HINT = 'A superuser of the registry maps a node''s role to its worker ids: INSERT INTO pg_idgen_registry_nodes (role_name, first_worker, last_worker) VALUES (...).';
+        END IF;
+        -- One first write at a time per login role: the rows of pg_idgen_registry_nodes that
+        -- name the session's login role itself, locked by a no-op UPDATE, and the rows of
+        -- pg_idgen_keyed_mark_owners it owns, locked FOR UPDATE: only this login role's calls
+        -- lock them (no other role writes the tables, and no function locks another login
+        -- role's rows), so no other node can stall it, nor wait for it. A row of a group role
+        -- that several nodes share is not locked: one node's open transaction would stall the
+        -- others' first writes. Without the locks, concurrent sessions of the role, each in an
+        -- open transaction, would each count the others' new identifiers out and together take
+        -- the bound several times over; a stale snapshot (REPEATABLE READ) gets 40001 instead of
+        -- counting short. (A login role mapped only through a group, with no identifier yet,
+        -- has no row to lock: its concurrent sessions can each take one identifier, once.)
+        UPDATE @extschema@.pg_idgen_registry_nodes AS n SET role_name = n.role_name
+         WHERE n.role_name OPERATOR(pg_catalog.=) session_user;
+        PERFORM FROM @extschema@.pg_idgen_keyed_mark_owners o
+          WHERE o.role_name OPERATOR(pg_catalog.=) session_user FOR UPDATE;
+        IF (SELECT pg_catalog.count(*) FROM @extschema@.pg_idgen_keyed_mark_owners o
+             WHERE o.role_name OPERATOR(pg_catalog.=) session_user)::pg_catalog.numeric
+           OPERATOR(pg_catalog.>=) (worker_ids OPERATOR(pg_catalog.*) 2) THEN
+            RAISE EXCEPTION 'role "%" may not take the % of another system identifier', session_user, $2
+                USING ERRCODE = '53400',
+                      DETAIL = pg_catalog.format('It owns the marks of %s system identifiers, twice its %s worker ids.',
+                                                 worker_ids OPERATOR(pg_catalog.*) 2, worker_ids),
+                      HINT = 'A superuser of the registry deletes the rows of a retired node: DELETE FROM pg_idgen_keyed_marks WHERE system_identifier = ...; DELETE FROM pg_idgen_segment_marks WHERE system_identifier = ...; DELETE FROM pg_idgen_keyed_mark_owners WHERE system_identifier = ...;';
+        END IF;
+        INSERT INTO @extschema@.pg_idgen_keyed_mark_owners AS o (system_identifier, role_name)
+        VALUES ($1, session_user) ON CONFLICT (system_identifier) DO NOTHING;
+        SELECT o.role_name INTO owner FROM @extschema@.pg_idgen_keyed_mark_owners o
+         WHERE o.system_identifier OPERATOR(pg_catalog.=) $1;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) owner
+                      AND pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')) THEN
+        RAISE EXCEPTION 'role "%" may not write the % of system identifier %', session_user, $2, $1
+            USING ERRCODE = '42501',
+                  DETAIL = pg_catalog.format('They belong to role "%s", the first to write them.', owner),
+                  HINT = 'A node writes the marks of its own system identifier only; a superuser of the registry hands them to another role by deleting their row of pg_idgen_keyed_mark_owners.';
+    END IF;
+    RETURN false;
+END
+$fn$;

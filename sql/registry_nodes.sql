@@ -436,16 +436,21 @@ BEGIN
                 USING ERRCODE = '42501',
                       HINT = 'A superuser of the registry maps a node''s role to its worker ids: INSERT INTO pg_idgen_registry_nodes (role_name, first_worker, last_worker) VALUES (...).';
         END IF;
-        -- One first write at a time per role: its own rows of pg_idgen_registry_nodes, locked
-        -- by a no-op UPDATE that only this role's calls make (no other role writes the table,
-        -- and no function locks another role's rows), so no other role can stall it. Without
-        -- it, concurrent sessions of the role, each in an open transaction, would each count
-        -- the others' new identifiers out and together take the bound several times over; a
-        -- stale snapshot (REPEATABLE READ) gets 40001 instead of counting short.
+        -- One first write at a time per login role: the rows of pg_idgen_registry_nodes that
+        -- name the session's login role itself, locked by a no-op UPDATE, and the rows of
+        -- pg_idgen_keyed_mark_owners it owns, locked FOR UPDATE: only this login role's calls
+        -- lock them (no other role writes the tables, and no function locks another login
+        -- role's rows), so no other node can stall it, nor wait for it. A row of a group role
+        -- that several nodes share is not locked: one node's open transaction would stall the
+        -- others' first writes. Without the locks, concurrent sessions of the role, each in an
+        -- open transaction, would each count the others' new identifiers out and together take
+        -- the bound several times over; a stale snapshot (REPEATABLE READ) gets 40001 instead of
+        -- counting short. (A login role mapped only through a group, with no identifier yet,
+        -- has no row to lock: its concurrent sessions can each take one identifier, once.)
         UPDATE @extschema@.pg_idgen_registry_nodes AS n SET role_name = n.role_name
-         WHERE EXISTS (SELECT FROM pg_catalog.pg_roles r
-                        WHERE r.rolname OPERATOR(pg_catalog.=) n.role_name
-                          AND pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER'));
+         WHERE n.role_name OPERATOR(pg_catalog.=) session_user;
+        PERFORM FROM @extschema@.pg_idgen_keyed_mark_owners o
+          WHERE o.role_name OPERATOR(pg_catalog.=) session_user FOR UPDATE;
         IF (SELECT pg_catalog.count(*) FROM @extschema@.pg_idgen_keyed_mark_owners o
              WHERE o.role_name OPERATOR(pg_catalog.=) session_user)::pg_catalog.numeric
            OPERATOR(pg_catalog.>=) (worker_ids OPERATOR(pg_catalog.*) 2) THEN

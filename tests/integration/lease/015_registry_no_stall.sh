@@ -16,6 +16,9 @@
 #  3. node_big chooses in its range of 3,000,000 ids in an open transaction, under a
 #     statement_timeout of 5 s: it gets id 100 (the work is its leased rows, not the range);
 #     node_d's renewal with lock_timeout = 500ms is granted meanwhile.
+#  4. Two login roles mapped only through a group role they share (20-29): node_g1's first write
+#     of marks of its system identifier in an open transaction; node_g2's first write of its own
+#     with lock_timeout = 500ms works meanwhile (the group's mapping row is not locked).
 # Pass/fail never depends on timing: waits poll for states (90 s bound); the bounds on the
 # victims (lock_timeout 500 ms, statement_timeout 5 s) are what the rule promises.
 set -euo pipefail
@@ -87,4 +90,14 @@ check "3: node_big's choice over 3,000,000 ids ends within its statement_timeout
 check "3: node_d renews worker id 5 meanwhile (lock_timeout 500ms)" \
     "$(as node_d "SET lock_timeout = '500ms'" "$(claim_sql 5 NULL NULL nd 55)")" == "5 true"
 attacker_stop node_big
+
+# ---- 4. a group role the nodes share: one node's first write of marks stalls no other's ----
+q "$R" "CREATE ROLE grp NOLOGIN" "INSERT INTO pg_idgen_registry_nodes VALUES ('grp', 20, 29)" \
+    "GRANT EXECUTE ON FUNCTION pg_idgen_segment_marks(text, oid, text, int[], bigint[]) TO grp" \
+    "CREATE ROLE node_g1 LOGIN IN ROLE grp" "CREATE ROLE node_g2 LOGIN IN ROLE grp" >/dev/null
+attacker node_g1 "SELECT count(*) FROM pg_idgen_segment_marks('7300000000000000021', 1, 'x', '{0}', '{1}')" 4
+check "4: node_g1's first write of its marks (its transaction kept open)" "$(head -1 "$TMP/attacker.out")" == 1
+check "4: node_g2's first write of its own marks meanwhile (lock_timeout 500ms)" \
+    "$(as node_g2 "SET lock_timeout = '500ms'" "SELECT count(*) FROM pg_idgen_segment_marks('7300000000000000022', 1, 'y', '{0}', '{1}')")" == 1
+attacker_stop node_g1
 finish
