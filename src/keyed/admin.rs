@@ -350,7 +350,9 @@ fn change_usage(space: &str, role: &str, grant: bool, grant_option: bool) {
     };
     let Some(cfg) = cfg else { unknown_space(space) };
     let Some(seq) = qualified_relation_name(cfg.seqoid) else { super::space::missing_sequence(space) };
-    let grantee = if role.eq_ignore_ascii_case("public") {
+    // Only the exact `public` means PUBLIC, as in GRANT (where the name, unquoted, is folded to
+    // it): any other spelling is a role name, taken as stored.
+    let grantee = if role == "public" {
         "PUBLIC".to_string()
     } else {
         let c = std::ffi::CString::new(role).unwrap_or_else(|_| {

@@ -69,6 +69,28 @@ const FAILED: u32 = 4;
 pub enum MarkKind {
     Keyed = 0,
     Segment = 1,
+    /// The node's databases that have marks (either kind) in the registry, and those of them to
+    /// forget (databases this node no longer has): `pg_idgen_marks_forget`. In and out, the
+    /// database oids two per bucket ([`pack_oids`]); the name is empty.
+    Forget = 2,
+}
+
+/// The refusal of the registry's marks functions when the node's marks of a kind already name
+/// 1024 (database, name) pairs: the reason to forget those of dropped databases.
+const PAIRS_FULL: &str = "already name 1024 (database, ";
+
+/// Database oids two per bucket (high 32 bits, low 32 bits; 0: none), as a [`MarkKind::Forget`]
+/// request and its answer carry them: 2 × BUCKETS oids at most.
+pub fn pack_oids(oids: &[u32]) -> Vec<i64> {
+    oids.chunks(2)
+        .take(BUCKETS)
+        .map(|p| ((u64::from(p[0]) << 32) | u64::from(p.get(1).copied().unwrap_or(0))) as i64)
+        .collect()
+}
+
+/// The oids of [`pack_oids`] (zeros skipped).
+pub fn unpack_oids(packed: &[i64]) -> Vec<u32> {
+    packed.iter().flat_map(|&v| [((v as u64) >> 32) as u32, (v as u64) as u32]).filter(|&o| o != 0).collect()
 }
 
 #[repr(C)]
@@ -147,8 +169,62 @@ pub(super) fn call(space: &str, raise: &[(usize, i64)]) -> Result<Vec<i64>, Stri
     call_kind(MarkKind::Keyed, space, raise)
 }
 
-/// As [`call`], for the marks of `kind`: a keyed space's or a segment tag's (`name`).
+/// As [`call`], for the marks of `kind`: a keyed space's or a segment tag's (`name`). When the
+/// registry refuses a first mark of a (database, name) pair because this node's marks of the kind
+/// already name 1024 pairs, the pairs of the databases this node no longer has are forgotten
+/// ([`forget_dropped_databases`]) and, if there were any, the call is made once more.
 pub(crate) fn call_kind(kind: MarkKind, space: &str, raise: &[(usize, i64)]) -> Result<Vec<i64>, String> {
+    match call_raw(kind, space, raise) {
+        Err(e) if e.contains(PAIRS_FULL) => match forget_dropped_databases() {
+            Ok(true) => call_raw(kind, space, raise),
+            Ok(false) => Err(e),
+            Err(why) => {
+                Err(format!("{e} (and the marks of dropped databases could not be forgotten: {why})"))
+            }
+        },
+        r => r,
+    }
+}
+
+/// Asks the registry which of this node's databases have marks, checks each in this server's
+/// catalog (with a fresh catalog snapshot) and has the registry forget those that no longer
+/// exist. Only on a primary: a standby's catalog can be behind the primary's (a database created
+/// there, whose marks a standby would forget). Whether any were forgotten.
+fn forget_dropped_databases() -> Result<bool, String> {
+    // SAFETY: reads the shared recovery state.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        return Ok(false);
+    }
+    let listed = unpack_oids(&call_raw(MarkKind::Forget, "", &[])?);
+    // SAFETY: processes pending invalidations (no LWLock held), so that the probes below see
+    // databases created or dropped by other backends.
+    unsafe { pg_sys::AcceptInvalidationMessages() };
+    let gone: Vec<u32> = listed
+        .into_iter()
+        .filter(|&db| {
+            // SAFETY: a syscache probe on the shared catalog pg_database, by oid, in this
+            // backend's transaction, with no LWLock held.
+            !unsafe {
+                pg_sys::SearchSysCacheExists(
+                    pg_sys::SysCacheIdentifier::DATABASEOID as i32,
+                    pg_sys::Datum::from(pg_sys::Oid::from(db)),
+                    pg_sys::Datum::from(0),
+                    pg_sys::Datum::from(0),
+                    pg_sys::Datum::from(0),
+                )
+            }
+        })
+        .collect();
+    if gone.is_empty() {
+        return Ok(false);
+    }
+    let packed: Vec<(usize, i64)> = pack_oids(&gone).into_iter().enumerate().collect();
+    call_raw(MarkKind::Forget, "", &packed)?;
+    Ok(true)
+}
+
+/// One request to the lease worker and its answer (see [`call`]).
+fn call_raw(kind: MarkKind, space: &str, raise: &[(usize, i64)]) -> Result<Vec<i64>, String> {
     let Some(h) = header() else { return Err("pg_idgen is not preloaded".into()) };
     // SAFETY: an atomic in shared memory.
     let latch = unsafe { (*h).latch.load(Ordering::Acquire) };
@@ -195,7 +271,8 @@ pub(crate) fn call_kind(kind: MarkKind, space: &str, raise: &[(usize, i64)]) -> 
                         r.bounds = [0; BUCKETS];
                         for &(b, v) in raise {
                             if b < BUCKETS {
-                                r.bounds[b] = r.bounds[b].max(v);
+                                // a Forget request's buckets are packed oids, set as they are
+                                r.bounds[b] = if kind == MarkKind::Forget { v } else { r.bounds[b].max(v) };
                             }
                         }
                         r.err_len = 0;

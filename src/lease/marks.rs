@@ -29,6 +29,7 @@ impl Registry {
         let (func, what) = match kind {
             MarkKind::Keyed => ("pg_idgen_keyed_marks", "registry keyed marks"),
             MarkKind::Segment => ("pg_idgen_segment_marks", "registry segment marks"),
+            MarkKind::Forget => return self.forget(sysid, bounds),
         };
         let sql = format!("SELECT * FROM {}.{func}($1, $2, $3, $4, $5)", self.schema);
         let rows =
@@ -41,6 +42,20 @@ impl Registry {
             }
         }
         Ok(out)
+    }
+
+    /// Has the registry forget the marks of this node's databases in `packed` (database oids
+    /// by `marks::pack_oids`; none: only a read) and returns, packed likewise, the databases
+    /// that still have marks of this node (`pg_idgen_marks_forget`).
+    fn forget(&self, sysid: &str, packed: &[i64]) -> Result<Vec<i64>, RegError> {
+        let gone = marks::unpack_oids(packed);
+        let sql = format!("SELECT database FROM {}.pg_idgen_marks_forget($1, $2)", self.schema);
+        let rows = self.run(
+            "registry marks of dropped databases",
+            self.client().query(sql.as_str(), &[&sysid, &gone]),
+        )?;
+        let left: Vec<u32> = rows.iter().map(|r| r.get::<_, u32>(0)).collect();
+        Ok(marks::pack_oids(&left))
     }
 }
 
@@ -81,7 +96,9 @@ pub fn round(reg: &mut Registry, sysid: &str, conninfo: &str, timeout: Duration)
     // per bucket
     let mut groups: Vec<Group> = Vec::new();
     for t in pending {
-        match groups.iter_mut().find(|g| g.kind == t.kind && g.db == t.dbid && g.name == t.space) {
+        // a request to forget databases is its own call: its buckets are oids, not raises
+        let joins = t.kind != MarkKind::Forget;
+        match groups.iter_mut().find(|g| joins && g.kind == t.kind && g.db == t.dbid && g.name == t.space) {
             Some(g) => {
                 for (a, b) in g.bounds.iter_mut().zip(t.bounds.iter()) {
                     *a = (*a).max(*b);

@@ -13,6 +13,9 @@
 #  4. ALTER EXTENSION pg_idgen UPDATE: the objects equal a fresh install's
 #     (tests/upgrade/objects.sql), the state kept, keyed values continue above the old, the
 #     slotted tag above its old values in its own slots.
+#  5. The availability guard (tests/security/availability.bash) with app, updated, as the registry:
+#     no call a non-superuser may make, in an open transaction, makes another role's documented
+#     operation wait (lock_timeout 300ms).
 #  The same update in a database whose owner, an ordinary role, planted shadows before 0.5.0 was
 #  installed there (tests/security/lib.bash): the audit finds nothing before or after it, and no
 #  shadow runs when a superuser and that role call every function and read every view.
@@ -22,6 +25,7 @@ MAJOR=${1:-15}
 . "$(dirname "$0")/../integration/lib.bash" "$(cd "$(dirname "$0")/../.." && pwd)"
 . "$ROOT/tests/upgrade/lib.bash"
 . "$ROOT/tests/security/lib.bash"
+. "$ROOT/tests/security/availability.bash"
 TEST_NAME=extension_update_050_pg$MAJOR
 use "$MAJOR"
 released_for v0.5.0 0.5.0 4db30536f651a34787b2ea338c770457baded616 "$MAJOR"   # the commit v0.5.0 names
@@ -76,4 +80,11 @@ db "INSERT INTO slotted (n) SELECT 200 + g FROM generate_series(1, 200) g" >/dev
 check "the slotted tag continues above its old values, in its own slots only" \
     "$(db "SELECT count(*) FROM slotted WHERE n > 200 AND no > $slotted_max")|$(db "SELECT count(*) FROM slotted WHERE ((no - 1) / 10) % 4 NOT IN (1, 3)")" == "200|0"
 check_no_crash "$C" "after the update"
+
+# ---------------------------------------------------------------- 5. availability guard
+# app, updated, is the registry; vic a database beside it (tests/security/availability.bash)
+q "$C" "CREATE DATABASE vic" >/dev/null
+qdb "$C" vic "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" "SELECT set_worker_id(7)" >/dev/null
+avail_setup "$C" app vic
+avail_guard "$C" app vic "after the update from 0.5.0"
 finish

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # lease/006_choose_claim — in auto mode the choice of a free worker id and its claim run in one
-# registry transaction under a lock of pg_idgen_leases (a choice committed before its claim would
-# release the lock, so two nodes could choose the same id and one lose the race). Three clusters on ports 29008-29010 (+ IT_PORT_OFFSET): R the registry, logging every
+# registry statement: the registry's pg_idgen_lease_claim claims each candidate with INSERT ... ON
+# CONFLICT, without a table lock, and passes over one another node claims meanwhile (so two nodes
+# starting together never both lose, and none waits for another's open transaction). Three clusters on ports 29008-29010 (+ IT_PORT_OFFSET): R the registry, logging every
 # statement with its virtual transaction id; A and B in auto mode, started together.
 #  1. A and B hold distinct ids; neither had a claim refused (conflicts = 0).
 #  2. In R's log, every choice is one statement, a call of the registry's pg_idgen_lease_claim
-#     (which chooses and claims under the table's lock), never a transaction of several
+#     (which chooses and claims), never a transaction of several
 #     statements (no BEGIN, no INSERT, UPDATE or LOCK of pg_idgen_leases of the nodes' own).
 # Pass/fail never depends on timing: every wait polls for a state, with a generous bound (90 s).
 set -euo pipefail

@@ -135,14 +135,14 @@ refused "a role of the group without a mapping row, choosing in 0-100" idgen_str
 refused "a role without the grants" idgen_nobody "42501: permission denied for function pg_idgen_lease_release" \
     "SELECT pg_idgen_lease_release(1, 42, 0)"
 check "3: the registry's node functions: SECURITY DEFINER, search_path pinned, owned by the extension's owner, no PUBLIC EXECUTE" \
-    "$(rq "SELECT count(*) FILTER (WHERE p.prosecdef AND p.proconfig = '{\"search_path=pg_catalog, pg_temp\"}'
+    "$(rq "SELECT count(*) FILTER (WHERE p.prosecdef AND p.proconfig[1] = 'search_path=pg_catalog, pg_temp'
                  AND p.proowner = e.extowner AND NOT has_function_privilege('public', p.oid, 'EXECUTE')) || '/' || count(*)
            FROM pg_proc p, pg_extension e WHERE e.extname = 'pg_idgen'
             AND p.proname IN ('pg_idgen_lease_claim', 'pg_idgen_lease_release', 'pg_idgen_slot_rows',
                               'pg_idgen_slot_take', 'pg_idgen_slot_raise', 'pg_idgen_slot_release')")" == "6/6"
 check "3: the internal helpers: not executable by PUBLIC nor by the nodes' group" \
     "$(rq "SELECT count(*) FROM pg_proc WHERE proname LIKE 'pg_idgen_registry\_%'
-             AND NOT has_function_privilege('public', oid, 'EXECUTE') AND NOT has_function_privilege('idgen_node2', oid, 'EXECUTE')")" == 4
+             AND NOT has_function_privilege('public', oid, 'EXECUTE') AND NOT has_function_privilege('idgen_node2', oid, 'EXECUTE')")" == 5
 
 # ---- 4. afterwards ----
 A1=$(lease "$N1" renewals); A2=$(lease "$N2" renewals)

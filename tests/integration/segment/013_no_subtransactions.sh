@@ -3,7 +3,7 @@
 # subtransaction in the caller's transaction. Each subtransaction is a SAVEPOINT that Citus sends
 # over its worker connections — which a COPY keeps busy, so the session died ("another command is
 # already in progress") — and past 64 in one transaction PostgreSQL's snapshots overflow their
-# subxid cache. One cluster on port 29192 (+ IT_PORT_OFFSET).
+# subxid cache. One cluster on port 29092 (+ IT_PORT_OFFSET).
 #
 # What is counted: with client_min_messages = debug5 the server reports every start of a
 # subtransaction to the client ("StartSubTransaction", ShowTransactionState in xact.c). The
@@ -20,7 +20,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
 
 C=it_segsub
-cluster_start "$C" 29192 -c pg_idgen.worker_id=3
+cluster_start "$C" 29092 -c pg_idgen.worker_id=3
 q "$C" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
     "SELECT segment_create('plain', 10)" \
     "SELECT segment_create('strided', 10, nodes => 3, node_index => 2)" \
@@ -65,7 +65,7 @@ check "strided values are in node 2's class of 3 (chunks of 10)" \
 check "slotted values are in the owned slots 0 and 2 only" \
     "$(q "$C" "SELECT count(*) FROM seen WHERE tag = 'slotted' AND ((v - 1) / 10) % 4 NOT IN (0, 2)")" -eq 0
 "$CLUSTER" stop "$C" immediate >/dev/null 2>&1 || true
-cluster_start "$C" 29192 -c pg_idgen.worker_id=3
+cluster_start "$C" 29092 -c pg_idgen.worker_id=3
 q "$C" "INSERT INTO inv (v) SELECT g FROM generate_series(5301, 6300) g" \
     "INSERT INTO seen SELECT t, segment_next(t) FROM unnest('{strided,slotted}'::text[]) t, generate_series(1, 500)" >/dev/null
 check "after an immediate stop: no value of a tag handed out twice" \

@@ -13,13 +13,13 @@
 #    The caller keeps the value it took; never XX000. C: the same for a caller left with no value
 #    (a first call): the tag's own error (55000 or 42704), never XX000.
 #
-# One cluster on port 29193 (+ IT_PORT_OFFSET).
+# One cluster on port 29093 (+ IT_PORT_OFFSET).
 # integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
 
 C=it_segahead
-cluster_start "$C" 29193 -c pg_idgen.worker_id=3
+cluster_start "$C" 29093 -c pg_idgen.worker_id=3
 q "$C" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 
 # ---- A: the last chunk ends at 9223372036854775807 ----

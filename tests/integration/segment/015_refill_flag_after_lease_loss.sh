@@ -8,7 +8,7 @@
 # (it would wait pg_idgen's 100 ms, then reserve synchronously: a sync refill in segment_status).
 #
 # A fleet of one node with a leased worker id (scripts/fleet.sh start --lease, ttl 6 s); the
-# aggregator is the registry. Ports 29210-29211 (+ IT_PORT_OFFSET).
+# aggregator is the registry. Ports 29094-29095 (+ IT_PORT_OFFSET).
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
 . "$(dirname "$0")/../lease.bash"
@@ -16,7 +16,7 @@ set -euo pipefail
 FLEET=$ROOT/scripts/fleet.sh
 F=it_srf
 DB=app
-BASE=$(itport 29210)
+BASE=$(itport 29094)
 RUN_DIR=$("$CLUSTER" rundir)
 for c in ${F}agg ${F}1; do register_cluster "$c"; done
 trap 'rc=$?; set +e; rm -f "$RUN_DIR/$F.fleet"; (exit $rc); cleanup' EXIT

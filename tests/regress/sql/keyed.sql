@@ -71,6 +71,16 @@ SELECT keyed_next('edge', 1);
 SELECT keyed_next('edge', 1);
 SELECT keyed_next('edge', 2) AS other_key_goes_on;
 SELECT keyed_drop('edge');
+-- fleet mode: a node's last value is the largest bigint of its class (c * 16 + 3 for node 3 of
+-- 16), then the key is exhausted (22003)
+SELECT keyed_create('edge16', step => 1000, section_size => 1, nodes => 16, node_index => 3);
+WITH u AS (UPDATE pg_idgen_keyed_bounds SET bound = (9223372036854775807 - 3) / 16 - 2000 WHERE space = 'edge16' RETURNING 1) SELECT count(*) = 1024 AS moved FROM u;
+SELECT keyed_next('edge16', 1) AS first, keyed_next('edge16', 1, 1000) AS then,
+       keyed_next('edge16', 1, 999) = ((9223372036854775807 - 3) / 16) * 16 + 3 AS class_max_reached;
+\set VERBOSITY sqlstate
+SELECT keyed_next('edge16', 1);
+\set VERBOSITY default
+SELECT keyed_drop('edge16');
 -- parallel plans: keyed_next is PARALLEL UNSAFE, keyed_last PARALLEL RESTRICTED (it reads the
 -- catalog with a fresh snapshot, which a parallel worker cannot take): both run in the leader
 SELECT proname, proparallel, provolatile, proisstrict FROM pg_proc
@@ -145,7 +155,7 @@ SELECT keyed_grant('conv', 'public');
 SET ROLE regress_keyed_eve;
 SELECT keyed_next('conv', 8001) AS as_public;
 RESET ROLE;
-SELECT keyed_revoke('conv', 'PUBLIC');
+SELECT keyed_revoke('conv', 'public');
 SELECT keyed_revoke('conv', 'regress_keyed_app');
 SELECT privileges FROM keyed_status WHERE space = 'conv';
 -- errors: unknown space, unknown role, NULLs, grant option to PUBLIC
@@ -156,6 +166,9 @@ SELECT keyed_grant(NULL, 'regress_keyed_eve');
 SELECT keyed_grant('conv', NULL);
 SELECT keyed_grant('conv', 'regress_keyed_eve', NULL);
 SELECT keyed_revoke('conv', NULL);
+-- only the exact 'public' means PUBLIC: another spelling is a role name, taken as stored
+SELECT keyed_grant('conv', 'Public');
+SELECT keyed_revoke('conv', 'PUBLIC');
 SELECT keyed_grant('conv', 'public', with_grant_option => true);
 \set VERBOSITY default
 SELECT keyed_grant('conv', 'regress_keyed_nobody');

@@ -30,6 +30,7 @@ CREATE FUNCTION sample_value(t regtype, n text) RETURNS text LANGUAGE sql AS $$
     WHEN t = 'integer[]'::regtype THEN '''{0,1,1,0,1,0,0,1,1,0}''::integer[]'
     WHEN t = 'bigint[]'::regtype THEN '''{1,1,1,1,1,1,1,1,1,1}''::bigint[]'
     WHEN t = 'oid'::regtype THEN '1::oid'
+    WHEN t = 'oid[]'::regtype THEN '''{1}''::oid[]'
     WHEN t = 'boolean'::regtype THEN 'true'
     WHEN t = 'double precision'::regtype THEN '6::double precision'
     WHEN t = 'numeric'::regtype THEN '1::numeric'
