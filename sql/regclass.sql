@@ -1,8 +1,10 @@
 -- pg_idgen: the type of the columns that name a backing sequence (pg_idgen_segments.seq,
 -- pg_idgen_segment_slots.seq, pg_idgen_keyed_spaces.seq). It is regclass (an OID shown and dumped
 -- as the sequence's name, read back by name), with one difference: in a session that applies
--- changes from another node (a logical replication apply or table synchronization worker) a name
--- that does not exist reads as OID 0 instead of failing (42P01). A row of these tables from
+-- changes from another node (a logical replication apply or table synchronization worker, or a
+-- session with a replication origin) under session_replication_role = replica, where
+-- pg_idgen_replica_guard skips the row, a name that does not exist reads as OID 0 instead of
+-- failing (42P01). A row of these tables from
 -- another node names that node's sequence, which this node usually lacks; the conversion is made
 -- before any trigger runs, so with regclass it stopped the subscription for every table before
 -- pg_idgen_replica_guard could skip the row (src/replication.rs, pg_idgen_regclass_in). Binary

@@ -278,12 +278,14 @@ unsafe extern "C-unwind" fn check_layout(
 /// Where Citus is preloaded, a worker id set for a database or a role: Citus propagates `ALTER
 /// DATABASE ... SET` and `ALTER ROLE ... SET` made on the coordinator to every node, where it
 /// overrides each node's postgresql.conf, so every node would generate with one worker id.
-/// `PGC_S_TEST` is the validation of such a statement (an ERROR there); the other three are the
-/// values applied at connection (guc.c makes a refusal a WARNING and keeps the node's value).
+/// `PGC_S_TEST` is the validation of such a statement (an ERROR there); the other four are the
+/// values applied at connection (guc.c makes a refusal a WARNING and keeps the node's value):
+/// `ALTER ROLE ALL ... SET` (`PGC_S_GLOBAL`), database, role, role in database.
 fn refused_where_citus(source: pg_sys::GucSource::Type) -> bool {
     matches!(
         source,
         pg_sys::GucSource::PGC_S_TEST
+            | pg_sys::GucSource::PGC_S_GLOBAL
             | pg_sys::GucSource::PGC_S_DATABASE
             | pg_sys::GucSource::PGC_S_USER
             | pg_sys::GucSource::PGC_S_DATABASE_USER

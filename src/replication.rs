@@ -51,6 +51,15 @@ fn applies_from_another_node() -> bool {
     unsafe { pg_sys::IsLogicalWorker() || pg_sys::replorigin_session_origin != 0 }
 }
 
+/// Whether `session_replication_role` is `replica`: the role of every logical replication worker,
+/// and the only one under which `pg_idgen_replica_guard` (an `ENABLE REPLICA` trigger) fires. A
+/// name read as OID 0 must be one whose row the guard skips: a session with a replication origin
+/// that applies as itself (role `origin`) would otherwise store a row naming no sequence.
+fn replica_role() -> bool {
+    // SAFETY: a plain read of a backend-local GUC variable.
+    unsafe { pg_sys::SessionReplicationRole == pg_sys::SESSION_REPLICATION_ROLE_REPLICA as std::ffi::c_int }
+}
+
 fn relation_name(rel: pg_sys::Relation) -> String {
     // SAFETY: `rel` is the trigger's open relation; its rd_rel and name stay valid during the call.
     unsafe {
@@ -167,7 +176,7 @@ pub unsafe extern "C-unwind" fn pg_idgen_regclass_in(fcinfo: pg_sys::FunctionCal
     // SAFETY: `fcinfo` is PostgreSQL's call frame of a STRICT one-argument function: argument 0
     // is a non-NULL cstring.
     let arg = unsafe { (*fcinfo).args.as_slice(1)[0].value };
-    let oid = if applies_from_another_node() {
+    let oid = if applies_from_another_node() && replica_role() {
         // SAFETY: a NUL-terminated cstring from the caller; to_regclass takes text and returns
         // NULL (None) for a name that does not exist, the OID otherwise.
         unsafe {

@@ -10,8 +10,8 @@
 #     (evaluated on the workers): each succeeds, every value once, every value in the stride of
 #     the node that evaluated it.
 #  B. Worker ids: each node's is its Citus group id (coordinator 0); ALTER DATABASE / ALTER ROLE /
-#     ALTER ROLE IN DATABASE ... SET pg_idgen.worker_id is refused (22023), a database-level value
-#     already in pg_db_role_setting is not applied (WARNING at connection); a node in the default
+#     ALTER ROLE IN DATABASE ... SET pg_idgen.worker_id is refused (22023), a database-level or ALTER ROLE ALL
+#     value already in pg_db_role_setting is not applied (WARNING at connection); a node in the default
 #     mode with no worker id says so with a HINT that names worker_id_source = citus;
 #     pg_idgen_citus_check() on the coordinator fails on a strided tag with nodes => fewer than the
 #     nodes, on a plain keyed space, on a tag missing on a node, and on a worker id on two nodes.
@@ -137,6 +137,12 @@ check "nothing of the refused settings reached a worker" \
 q $W1 "INSERT INTO pg_db_role_setting VALUES ((SELECT oid FROM pg_database WHERE datname = 'postgres'), 0, '{pg_idgen.worker_id=7}')" >/dev/null
 out=$(q $W1 "SELECT worker_id FROM snowflake_worker()" 2>&1)
 check_match "a stored ALTER DATABASE ... SET pg_idgen.worker_id = 7: WARNING at connection, worker 1 keeps its group's id" \
+    "$out" "WARNING:.*pg_idgen.worker_id cannot be set for a database.*"$'\n'"${GROUP[$W1]}\$"
+q $W1 "DELETE FROM pg_db_role_setting WHERE setconfig = '{pg_idgen.worker_id=7}'" >/dev/null
+# the same stored with ALTER ROLE ALL ... SET (database 0, role 0: the source "global")
+q $W1 "INSERT INTO pg_db_role_setting VALUES (0, 0, '{pg_idgen.worker_id=7}')" >/dev/null
+out=$(q $W1 "SELECT worker_id FROM snowflake_worker()" 2>&1)
+check_match "a stored ALTER ROLE ALL SET pg_idgen.worker_id = 7: WARNING at connection, worker 1 keeps its group's id" \
     "$out" "WARNING:.*pg_idgen.worker_id cannot be set for a database.*"$'\n'"${GROUP[$W1]}\$"
 q $W1 "DELETE FROM pg_db_role_setting WHERE setconfig = '{pg_idgen.worker_id=7}'" >/dev/null
 expect_sql_error $W1 55000 'not used with pg_idgen.worker_id_source = citus' "SELECT set_worker_id(7)"

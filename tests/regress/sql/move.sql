@@ -12,6 +12,18 @@ SELECT count(*) AS joined FROM pg_idgen_segments s JOIN pg_class c ON c.oid = s.
 \set VERBOSITY terse
 SELECT 'pg_idgen_no_such_sequence'::pg_idgen_regclass;
 SELECT '0'::pg_idgen_regclass::oid AS zero, '-'::pg_idgen_regclass::oid AS dash;
+-- a session with a replication origin reads a missing name as 0 only where pg_idgen_replica_guard
+-- then skips the row (session_replication_role = replica, as every apply worker); applying as
+-- itself (role origin, the guard does not fire) it reads it as regclass does, so no row naming
+-- OID 0 gets into pg_idgen's tables
+SELECT pg_replication_origin_create('regress_move_origin') > 0 AS origin;
+SELECT pg_replication_origin_session_setup('regress_move_origin');
+SELECT 'pg_idgen_no_such_sequence'::pg_idgen_regclass::oid AS origin_role_origin;
+SET session_replication_role = replica;
+SELECT 'pg_idgen_no_such_sequence'::pg_idgen_regclass::oid AS origin_role_replica;
+RESET session_replication_role;
+SELECT pg_replication_origin_session_reset();
+SELECT pg_replication_origin_drop('regress_move_origin');
 -- the state of this database
 SELECT segment_create('mv_strided', 10, nodes => 3, node_index => 2);
 SELECT segment_create('mv_slotted', 10, slots => 4, owned => ARRAY[0, 3]);
