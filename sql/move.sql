@@ -175,7 +175,7 @@ BEGIN
             object := 'mask key'; name := pg_catalog.format('%s v%s', e OPERATOR(pg_catalog.->>) 'name', e OPERATOR(pg_catalog.->>) 'version');
             action := 'copied'; RETURN NEXT;
         ELSIF have.key IS NOT NULL AND (e OPERATOR(pg_catalog.->>) 'key') IS NOT NULL
-              AND have.key OPERATOR(pg_catalog.<>) pg_catalog.decode(e OPERATOR(pg_catalog.->>) 'key', 'hex') THEN
+              AND have.key IS DISTINCT FROM pg_catalog.decode(e OPERATOR(pg_catalog.->>) 'key', 'hex') THEN
             RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
                 MESSAGE = pg_catalog.format('mask key "%s" version %s differs between the old cluster and this one', have.name, have.version),
                 DETAIL = 'Ids masked on one cluster would unmask to other ids on the other.',
@@ -232,11 +232,11 @@ BEGIN
         -- The values' arithmetic must be the same (or they could collide): start, unit, stride
         -- and kind. A strided tag may sit at another node_index here (its values stay its own).
         diff := NULL;
-        IF have.start OPERATOR(pg_catalog.<>) (e OPERATOR(pg_catalog.->>) 'start')::pg_catalog.int8 THEN diff := 'start';
-        ELSIF have.unit OPERATOR(pg_catalog.<>) (e OPERATOR(pg_catalog.->>) 'unit')::pg_catalog.int4 THEN diff := 'unit (step or min_step)';
-        ELSIF have.nodes OPERATOR(pg_catalog.<>) (e OPERATOR(pg_catalog.->>) 'nodes')::pg_catalog.int4 THEN diff := 'nodes or slots';
-        ELSIF have.slotted OPERATOR(pg_catalog.<>) (e OPERATOR(pg_catalog.->>) 'slotted')::pg_catalog.bool
-           OR have.registry OPERATOR(pg_catalog.<>) (e OPERATOR(pg_catalog.->>) 'registry')::pg_catalog.bool THEN diff := 'kind';
+        IF have.start IS DISTINCT FROM (e OPERATOR(pg_catalog.->>) 'start')::pg_catalog.int8 THEN diff := 'start';
+        ELSIF have.unit IS DISTINCT FROM (e OPERATOR(pg_catalog.->>) 'unit')::pg_catalog.int4 THEN diff := 'unit (step or min_step)';
+        ELSIF have.nodes IS DISTINCT FROM (e OPERATOR(pg_catalog.->>) 'nodes')::pg_catalog.int4 THEN diff := 'nodes or slots';
+        ELSIF have.slotted IS DISTINCT FROM (e OPERATOR(pg_catalog.->>) 'slotted')::pg_catalog.bool
+           OR have.registry IS DISTINCT FROM (e OPERATOR(pg_catalog.->>) 'registry')::pg_catalog.bool THEN diff := 'kind';
         END IF;
         IF diff IS NOT NULL THEN
             RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -300,8 +300,8 @@ BEGIN
                 node_index => (e OPERATOR(pg_catalog.->>) 'node_index')::pg_catalog.int4,
                 registry => (e OPERATOR(pg_catalog.->>) 'registry')::pg_catalog.bool);
             SELECT k.* INTO have FROM @extschema@.pg_idgen_keyed_spaces k WHERE k.space OPERATOR(pg_catalog.=) (e OPERATOR(pg_catalog.->>) 'space');
-        ELSIF have.step OPERATOR(pg_catalog.<>) (e OPERATOR(pg_catalog.->>) 'step')::pg_catalog.int4
-           OR have.section_size OPERATOR(pg_catalog.<>) (e OPERATOR(pg_catalog.->>) 'section_size')::pg_catalog.int4
+        ELSIF have.step IS DISTINCT FROM (e OPERATOR(pg_catalog.->>) 'step')::pg_catalog.int4
+           OR have.section_size IS DISTINCT FROM (e OPERATOR(pg_catalog.->>) 'section_size')::pg_catalog.int4
            OR have.nodes IS DISTINCT FROM (e OPERATOR(pg_catalog.->>) 'nodes')::pg_catalog.int4 THEN
             RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
                 MESSAGE = pg_catalog.format('keyed space "%s" differs between the old cluster and this one (step, section_size or nodes)', have.space),
