@@ -7,3 +7,10 @@
 \echo Use "ALTER EXTENSION pg_idgen UPDATE TO '0.6.0'" to load this file. \quit
 
 -- Each change of 0.6.0 adds its section below, in the form the install script creates it.
+
+-- snowflake_next() and snowflake_next_text(): plain C functions (the hot path) instead of pgrx
+-- wrappers; the library keeps the old symbols (src/compat.rs) for databases not yet updated.
+CREATE OR REPLACE FUNCTION @extschema@.snowflake_next() RETURNS pg_catalog.int8
+    STRICT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_snowflake_next';
+CREATE OR REPLACE FUNCTION @extschema@.snowflake_next_text() RETURNS pg_catalog.text
+    STRICT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_snowflake_next_text';

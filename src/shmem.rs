@@ -36,8 +36,12 @@
 //!   clean exit (no backend runs then; never after a crash, when memory is not trusted). Nothing else is done while holding `lock`: no SPI, no catalog
 //!   access; an ERROR while it is held (disk full) releases it as part of abort.
 //! * Statistics counters are relaxed atomics: exact counts, no ordering promised between them.
+//!   `WorkerState::issued` is added to by each backend once per tick it issues ids in, at the end
+//!   of each transaction and before it reads the statistics (`snowflake::count_issued`): exact
+//!   for every transaction that has ended; a running one's ids of its current tick are still
+//!   counted in its backend.
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use pg_idgen_core::generator::{reservation_end, state_before_tick, state_tick};
@@ -132,6 +136,7 @@ pub unsafe fn attach_shmem() -> bool {
 }
 
 /// The shared state; raises 55000 when the library was not preloaded.
+#[inline]
 pub fn shared() -> &'static Shared {
     // SAFETY: SHARED is set once at startup (in the postmaster, inherited by every backend) and
     // points into shared memory that lives as long as the server.
@@ -186,17 +191,25 @@ pub(crate) fn claim_slot_locked(sh: &Shared, worker: i64) -> Option<&Slot> {
     Some(free)
 }
 
-thread_local! {
-    static SLOT_CACHE: Cell<(i64, usize)> = const { Cell::new((-1, 0)) };
-}
+/// The worker id whose slot this backend used last, and the slot's index (-1: none yet). A plain
+/// static: the backend is single-threaded (no thread-local lookup on the hot path).
+static mut SLOT_CACHE: (i64, usize) = (-1, 0);
 
 /// The slot of `worker`, claimed on first use.
+#[inline]
 pub fn slot_for(worker: i64) -> &'static Slot {
     let sh = shared();
-    let (cached_worker, idx) = SLOT_CACHE.with(|c| c.get());
+    // SAFETY: single-threaded backend; only this function reads or writes it.
+    let (cached_worker, idx) = unsafe { SLOT_CACHE };
     if cached_worker == worker {
         return &sh.slots[idx];
     }
+    slot_for_uncached(sh, worker)
+}
+
+#[cold]
+#[inline(never)]
+fn slot_for_uncached(sh: &'static Shared, worker: i64) -> &'static Slot {
     let found = sh.slots.iter().position(|s| s.worker_id.load(Ordering::Acquire) == worker);
     let idx = match found {
         Some(i) => i,
@@ -212,7 +225,8 @@ pub fn slot_for(worker: i64) -> &'static Slot {
             }
         }
     };
-    SLOT_CACHE.with(|c| c.set((worker, idx)));
+    // SAFETY: as in `slot_for`.
+    unsafe { SLOT_CACHE = (worker, idx) };
     &sh.slots[idx]
 }
 

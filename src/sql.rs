@@ -22,8 +22,6 @@ extension_sql_file!(
     name = "snowflake",
     requires = [
         snowflake::snowflake_accept_layout,
-        snowflake::snowflake_next,
-        snowflake::snowflake_next_text,
         snowflake::snowflake_stats
     ]
 );

@@ -61,6 +61,8 @@ pub struct WorkerState {
     pub reserved: AtomicU64,
     /// Vibration counter for [`SequenceStart::Vibrate`].
     pub vibrate: AtomicU64,
+    /// Ids issued: counted by [`next_id`] and [`next_id_fenced`] per id, by the caller of
+    /// [`next_id_uncounted`] (several at once).
     pub issued: AtomicU64,
     /// Ticks whose sequence ran out (each counted once, by whoever saw it first).
     pub exhaustions: AtomicU64,
@@ -152,6 +154,9 @@ pub struct Issued {
     /// Set when the reservation should be extended soon (the issued tick is in the last half
     /// of the reserved window); the caller may do it now without blocking others.
     pub reserve_soon: bool,
+    /// The id is the first of its tick issued (a new tick, or the next one after an exhausted
+    /// sequence), not the next sequence value of the last id's tick.
+    pub new_tick: bool,
 }
 
 /// Tracks the highest clock reading of all callers; counts a step back once, by the caller whose
@@ -245,6 +250,28 @@ pub fn next_id_fenced<C: Clock>(
     policy: Policy,
     clock: &C,
     local: &mut LocalState,
+    reserve: impl FnMut(u64),
+    fence: impl FnMut(u64) -> bool,
+) -> Result<Issued, GenError> {
+    let issued = next_id_uncounted(ws, layout, worker, policy, clock, local, reserve, fence);
+    if issued.is_ok() {
+        ws.issued.fetch_add(1, Ordering::Relaxed);
+    }
+    issued
+}
+
+/// [`next_id_fenced`] without counting the id in `ws.issued`: the caller counts it, and may add
+/// several at once (one atomic add per tick instead of one per id: the server counts in the
+/// backend and adds the count when a call issues the first id of a tick, `Issued::new_tick`, and
+/// at the end of each transaction). Everything else is the same.
+#[allow(clippy::too_many_arguments)]
+pub fn next_id_uncounted<C: Clock>(
+    ws: &WorkerState,
+    layout: &Layout,
+    worker: u64,
+    policy: Policy,
+    clock: &C,
+    local: &mut LocalState,
     mut reserve: impl FnMut(u64),
     mut fence: impl FnMut(u64) -> bool,
 ) -> Result<Issued, GenError> {
@@ -309,7 +336,6 @@ pub fn next_id_fenced<C: Clock>(
         if kind != Kind::SameTick {
             ws.vibrate.fetch_add(1, Ordering::Relaxed);
         }
-        ws.issued.fetch_add(1, Ordering::Relaxed);
         let parts = Parts { time: tick, worker, sequence: seq };
         // The id cannot fail to encode: tick ≤ max_time was checked, worker was checked by the
         // caller, and seq fits its field by construction.
@@ -319,7 +345,7 @@ pub fn next_id_fenced<C: Clock>(
         // asking would make every call of the field's last half-window write the state file.
         let reserve_soon = reserved <= layout.max_time()
             && (reserved - tick).saturating_mul(layout.unit_ms as u64 * 2) <= policy.reserve_window_ms as u64;
-        return Ok(Issued { id, parts, step_back_ms, reserve_soon });
+        return Ok(Issued { id, parts, step_back_ms, reserve_soon, new_tick: kind != Kind::SameTick });
     }
 }
 
@@ -682,6 +708,36 @@ mod tests {
         assert_eq!(asked, vec![(101, t0 + 1, true)], "asked once, after the wait and the reservation");
         assert_eq!(g.ws.issued.load(Ordering::Relaxed), issued, "no id issued");
         assert_eq!(g.ws.state.load(Ordering::Relaxed), state, "the state did not move");
+    }
+
+    #[test]
+    fn uncounted_ids_leave_the_count_to_the_caller_and_mark_the_first_of_each_tick() {
+        // Zero start: the first id of a tick has sequence 0, every other one its predecessor + 1.
+        let mut g = Gen::new("default", 1, ZERO);
+        let clock = TestClock::at(crate::layout::DEFAULT_EPOCH_MS + 10);
+        let (mut last, mut firsts) = (0i64, 0);
+        for n in 0..(4096 * 2 + 5) {
+            if n == 4096 + 17 {
+                clock.add(5); // a new tick by the clock, in the middle of the second tick's run
+            }
+            let (ws, layout) = (&g.ws, &g.layout);
+            let i = next_id_uncounted(ws, layout, 1, g.policy, &clock, &mut g.local, |tick| {
+                ws.reserved.store(tick + 1000, Ordering::Release)
+            }, |_| true)
+            .unwrap();
+            assert!(i.id > last);
+            assert_eq!(i.new_tick, i.parts.sequence == 0, "id {n}: {i:?}");
+            assert_eq!(i.new_tick, last == 0 || (i.id >> 22) != (last >> 22), "id {n}");
+            firsts += i.new_tick as u32;
+            last = i.id;
+        }
+        // tick 10 (4096 ids), 11 (10 exhausted: 17 ids), 15 (the clock's, the other 4084)
+        assert_eq!(firsts, 3);
+        assert_eq!(g.ws.issued.load(Ordering::Relaxed), 0, "the caller counts");
+        // next_id counts each id it issues, and only those
+        let before = g.ws.issued.load(Ordering::Relaxed);
+        g.next(&clock).unwrap();
+        assert_eq!(g.ws.issued.load(Ordering::Relaxed), before + 1);
     }
 
     #[test]
