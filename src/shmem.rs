@@ -195,6 +195,24 @@ pub(crate) fn claim_slot_locked(sh: &Shared, worker: i64) -> Option<&Slot> {
 /// static: the backend is single-threaded (no thread-local lookup on the hot path).
 static mut SLOT_CACHE: (i64, usize) = (-1, 0);
 
+/// The shared state, or `None` when the library was not preloaded (never raises).
+#[inline]
+pub fn shared_if_attached() -> Option<&'static Shared> {
+    // SAFETY: as in `shared`.
+    unsafe { SHARED.as_ref() }
+}
+
+/// The slot of `worker` when it is the one this backend used last (never raises, claims nothing).
+#[inline]
+pub fn cached_slot(worker: i64) -> Option<&'static Slot> {
+    // SAFETY: as in `slot_for`.
+    let (cached_worker, idx) = unsafe { SLOT_CACHE };
+    if cached_worker != worker {
+        return None;
+    }
+    Some(&shared_if_attached()?.slots[idx])
+}
+
 /// The slot of `worker`, claimed on first use.
 #[inline]
 pub fn slot_for(worker: i64) -> &'static Slot {

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use pg_idgen_core::generator::{next_id_uncounted, state_tick};
+use pg_idgen_core::generator::{next_id_fast, next_id_uncounted, state_tick};
 use pg_idgen_core::{Clock, LocalState};
 use pgrx::prelude::*;
 
@@ -211,10 +211,52 @@ crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_snowflake_next);
 
 /// `snowflake_next() RETURNS bigint`: the next snowflake id of this session's worker id. A plain
 /// V1 function (declared in `sql/snowflake.sql`): no pgrx argument or memory-context handling.
+/// The common case (`fast_next`) cannot raise an error, so it runs without pgrx's error guard;
+/// every other case runs the full path (`next_id`) under it.
 #[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn pg_idgen_snowflake_next(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    match fast_next() {
+        Some(id) => pg_sys::Datum::from(id),
+        // SAFETY: the same call frame, passed on unchanged.
+        None => unsafe { snowflake_next_full(fcinfo) },
+    }
+}
+
 #[pg_guard]
-pub unsafe extern "C-unwind" fn pg_idgen_snowflake_next(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+unsafe extern "C-unwind" fn snowflake_next_full(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     pg_sys::Datum::from(next_id())
+}
+
+/// The common case of `next_id`, or `None` (nothing issued, nothing changed but the clock
+/// watermark) when the call needs the full path: the first call of the backend (it checks
+/// recovery, finds the slot, seeds the generator, registers the count's flush), a layout not
+/// confirmed, the wait after recovery, leases, a worker id from the table, and everything
+/// `pg_idgen_core::generator::next_id_fast` declines (a step back, a wait, a reservation).
+/// Calls nothing that can raise an error: two shared loads and the settings, then one clock read
+/// and one compare-and-swap on the generator's word.
+#[inline(always)]
+fn fast_next() -> Option<i64> {
+    let hot = hot();
+    if !hot.recovery_done || hot.pending_slot.is_null() {
+        return None;
+    }
+    let sh = shmem::shared_if_attached()?;
+    if sh.layout_mismatch.load(Ordering::Relaxed) || sh.recovery_wait_until_ms.load(Ordering::Acquire) != 0 {
+        return None;
+    }
+    if !gucs::lease_mode_is_off() {
+        return None;
+    }
+    let worker = gucs::worker_id_setting()? as i64;
+    let slot = shmem::cached_slot(worker)?;
+    if !std::ptr::eq(slot, hot.pending_slot) {
+        return None;
+    }
+    let layout = gucs::layout_if_parsed()?;
+    let policy = gucs::policy_if_known()?;
+    let issued = next_id_fast(&slot.ws, layout, worker as u64, policy, now_unix_ms(), &mut hot.local)?;
+    count_issued(hot, slot, issued.new_tick);
+    Some(issued.id)
 }
 
 crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_snowflake_next_text);

@@ -349,6 +349,71 @@ pub fn next_id_uncounted<C: Clock>(
     }
 }
 
+/// One attempt of [`next_id_uncounted`] that neither waits, nor reserves, nor asks a fence: for a
+/// caller without a fence (no lease), with the clock read by the caller (`now_ms`). It issues the
+/// id [`next_id_uncounted`] would issue at that clock reading, or returns `None` having changed
+/// nothing but the clock watermark (raised as every call raises it) when the call needs more
+/// than the common case: the clock before the epoch or stepped back, an exhausted sequence, the
+/// time field at its end, a lead beyond `max_drift_ms` (a wait), a tick not yet reserved, a
+/// reservation due for its early extension, or a lost compare-and-swap. The caller then runs
+/// [`next_id_uncounted`], which handles each of them. Never panics (the server calls it outside
+/// its error handling); counts nothing (see [`next_id_uncounted`]).
+#[inline]
+pub fn next_id_fast(
+    ws: &WorkerState,
+    layout: &Layout,
+    worker: u64,
+    policy: Policy,
+    now_ms: i64,
+    local: &mut LocalState,
+) -> Option<Issued> {
+    let seq_bits = layout.sequence_bits;
+    let high = ws.wall_high.load(Ordering::Relaxed);
+    if now_ms > high {
+        ws.wall_high.store(now_ms, Ordering::Relaxed);
+    } else if high - now_ms >= STEP_BACK_MIN_MS {
+        return None; // a step back: counted and reported by the full path
+    }
+    let now_tick = layout.unix_ms_to_tick(now_ms);
+    if now_tick < 0 {
+        return None;
+    }
+    let now_tick = now_tick.min(u64::MAX as i128 >> 1) as u64;
+    let start = match policy.start {
+        SequenceStart::Zero => 0,
+        SequenceStart::Vibrate => ws.vibrate.load(Ordering::Relaxed) % spread(seq_bits),
+        SequenceStart::Random => local.random() % spread(seq_bits),
+    };
+    let last = ws.state.load(Ordering::Acquire);
+    let (tick, seq, kind) = advance(last, now_tick, start, seq_bits);
+    if kind == Kind::Exhausted || tick > layout.max_time() {
+        return None;
+    }
+    let lead_ms = (layout.tick_to_unix_ms(tick) - now_ms as i128).max(0) as i64;
+    if lead_ms > policy.max_drift_ms {
+        return None;
+    }
+    let reserved = ws.reserved.load(Ordering::Acquire);
+    if tick >= reserved
+        || (reserved <= layout.max_time()
+            && (reserved - tick).saturating_mul(layout.unit_ms as u64 * 2) <= policy.reserve_window_ms as u64)
+    {
+        return None;
+    }
+    let next = (tick << seq_bits) | seq;
+    if ws.state.compare_exchange(last, next, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+        return None;
+    }
+    if kind != Kind::SameTick {
+        ws.vibrate.fetch_add(1, Ordering::Relaxed);
+    }
+    let parts = Parts { time: tick, worker, sequence: seq };
+    // Cannot fail (tick <= max_time checked, the worker by the caller, seq fits by
+    // construction); were it to, the state has moved past an id nobody got: a gap, no duplicate.
+    let id = layout.encode(parts).ok()?;
+    Some(Issued { id, parts, step_back_ms: None, reserve_soon: false, new_tick: kind != Kind::SameTick })
+}
+
 /// The new reservation end for a reservation that must cover `tick`: `window_ms` of wall time
 /// beyond the later of `tick` and the wall clock, capped just past the end of the time field.
 pub fn reservation_end(layout: &Layout, tick: u64, now_ms: i64, window_ms: i64) -> u64 {
@@ -738,6 +803,71 @@ mod tests {
         let before = g.ws.issued.load(Ordering::Relaxed);
         g.next(&clock).unwrap();
         assert_eq!(g.ws.issued.load(Ordering::Relaxed), before + 1);
+    }
+
+    /// A copy of a generator's state (what `next_id_fast` may read or change).
+    fn snapshot(ws: &WorkerState) -> WorkerState {
+        let c = WorkerState::default();
+        for (a, b) in [(&c.state, &ws.state), (&c.reserved, &ws.reserved), (&c.vibrate, &ws.vibrate)] {
+            a.store(b.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        c.wall_high.store(ws.wall_high.load(Ordering::Relaxed), Ordering::Relaxed);
+        c
+    }
+
+    #[test]
+    fn the_fast_attempt_issues_what_the_full_call_issues_or_declines_without_changing_the_state() {
+        // vibrating starts, a 300 ms reservation window (early extension in its last 150 ms)
+        let policy = Policy { max_drift_ms: 50, max_wait_ms: 20, start: SequenceStart::Vibrate, reserve_window_ms: 300 };
+        let layout = Layout::parse("default").unwrap();
+        let ws = WorkerState::default();
+        let t0 = crate::layout::DEFAULT_EPOCH_MS + 1_000;
+        ws.reserved.store(1_000 + 400, Ordering::Relaxed); // ticks below 1400 reserved
+        ws.state.store(state_before_tick(1_000, layout.sequence_bits), Ordering::Relaxed);
+        let (mut local, mut other) = (LocalState::new(7), LocalState::new(7));
+        let (mut fast, mut declined, mut last) = (0, Vec::new(), 0i64);
+        // (clock offset from t0, calls): same ms runs, new ms, an exhaustion, a step back, the
+        // reservation's last half, then its end
+        for (dt, calls) in [(0, 10), (1, 4096 + 3), (3, 5), (-30, 2), (5, 2), (250, 2), (399, 1), (400, 1)] {
+            for _ in 0..calls {
+                let now = t0 + dt;
+                let pre = [&ws.state, &ws.reserved, &ws.vibrate].map(|a| a.load(Ordering::Relaxed));
+                // the full call on a copy of the state
+                let copy = snapshot(&ws);
+                let expect = next_id_uncounted(&copy, &layout, 9, policy, &TestClock::at(now), &mut other, |_| {}, |_| true);
+                match next_id_fast(&ws, &layout, 9, policy, now, &mut local) {
+                    Some(i) => {
+                        fast += 1;
+                        assert_eq!(Ok(i), expect, "at +{dt}: the full call issues the same id");
+                        assert!(i.id > last);
+                        last = i.id;
+                    }
+                    None => {
+                        declined.push(dt);
+                        let now_values = [&ws.state, &ws.reserved, &ws.vibrate].map(|a| a.load(Ordering::Relaxed));
+                        assert_eq!(now_values, pre, "at +{dt}: declined without a change");
+                        // what the full path does instead, so that the run goes on
+                        let i = next_id_uncounted(&ws, &layout, 9, policy, &TestClock::at(now), &mut other, |tick| {
+                            ws.reserved.store(tick + 1, Ordering::Relaxed)
+                        }, |_| true);
+                        match i {
+                            Ok(i) => {
+                                assert!(i.id > last);
+                                last = i.id;
+                            }
+                            Err(e) => assert!(matches!(e, GenError::TooFarAhead { .. }), "{e:?}"),
+                        }
+                    }
+                }
+                local = other.clone();
+            }
+        }
+        // declined: the exhausted tick (once), the step back (and the drift beyond 50 ms it
+        // leaves), the reservation's last half and its end; everything else fast
+        assert_eq!(declined.iter().filter(|&&d| d == 1).count(), 1, "{declined:?}");
+        assert!(declined.contains(&-30) && declined.contains(&250) && declined.contains(&400), "{declined:?}");
+        assert!(!declined.contains(&0) && !declined.contains(&3), "{declined:?}");
+        assert!(fast >= 4096 + 10, "{fast}");
     }
 
     #[test]
