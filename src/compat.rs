@@ -114,7 +114,9 @@ crate::fmgr::pg_function_info_v1!(pg_finfo_snowflake_next_text_wrapper);
 /// Same function, same behaviour (see `snowflake::pg_idgen_snowflake_next_text`).
 #[unsafe(no_mangle)]
 #[pg_guard]
-pub unsafe extern "C-unwind" fn snowflake_next_text_wrapper(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+pub unsafe extern "C-unwind" fn snowflake_next_text_wrapper(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
     // SAFETY: the same call frame, passed on unchanged.
     unsafe { crate::snowflake::pg_idgen_snowflake_next_text(fcinfo) }
 }

@@ -34,7 +34,11 @@ pub unsafe fn text_from_bytes(bytes: &[u8]) -> *mut ::pgrx::pg_sys::varlena {
     unsafe {
         let p = raw::palloc(total).cast::<::pgrx::pg_sys::varlena>();
         ::pgrx::varlena::set_varsize_4b(p, total as i32);
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.cast::<u8>().add(::pgrx::pg_sys::VARHDRSZ), bytes.len());
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            p.cast::<u8>().add(::pgrx::pg_sys::VARHDRSZ),
+            bytes.len(),
+        );
         p
     }
 }

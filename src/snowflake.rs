@@ -313,7 +313,9 @@ pub fn next_id() -> i64 {
     let leased = gucs::lease_mode() != gucs::LeaseMode::Off;
     let worker = match gucs::worker_id_setting() {
         Some(w) if !leased => w as i64,
-        setting => crate::lease::generation_worker(setting.map(|w| w as i64).or_else(crate::worker::configured)),
+        setting => {
+            crate::lease::generation_worker(setting.map(|w| w as i64).or_else(crate::worker::configured))
+        }
     };
     let layout = gucs::layout();
     let slot = shmem::slot_for(worker);

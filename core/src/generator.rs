@@ -786,9 +786,16 @@ mod tests {
                 clock.add(5); // a new tick by the clock, in the middle of the second tick's run
             }
             let (ws, layout) = (&g.ws, &g.layout);
-            let i = next_id_uncounted(ws, layout, 1, g.policy, &clock, &mut g.local, |tick| {
-                ws.reserved.store(tick + 1000, Ordering::Release)
-            }, |_| true)
+            let i = next_id_uncounted(
+                ws,
+                layout,
+                1,
+                g.policy,
+                &clock,
+                &mut g.local,
+                |tick| ws.reserved.store(tick + 1000, Ordering::Release),
+                |_| true,
+            )
             .unwrap();
             assert!(i.id > last);
             assert_eq!(i.new_tick, i.parts.sequence == 0, "id {n}: {i:?}");
@@ -818,7 +825,12 @@ mod tests {
     #[test]
     fn the_fast_attempt_issues_what_the_full_call_issues_or_declines_without_changing_the_state() {
         // vibrating starts, a 300 ms reservation window (early extension in its last 150 ms)
-        let policy = Policy { max_drift_ms: 50, max_wait_ms: 20, start: SequenceStart::Vibrate, reserve_window_ms: 300 };
+        let policy = Policy {
+            max_drift_ms: 50,
+            max_wait_ms: 20,
+            start: SequenceStart::Vibrate,
+            reserve_window_ms: 300,
+        };
         let layout = Layout::parse("default").unwrap();
         let ws = WorkerState::default();
         let t0 = crate::layout::DEFAULT_EPOCH_MS + 1_000;
@@ -834,7 +846,16 @@ mod tests {
                 let pre = [&ws.state, &ws.reserved, &ws.vibrate].map(|a| a.load(Ordering::Relaxed));
                 // the full call on a copy of the state
                 let copy = snapshot(&ws);
-                let expect = next_id_uncounted(&copy, &layout, 9, policy, &TestClock::at(now), &mut other, |_| {}, |_| true);
+                let expect = next_id_uncounted(
+                    &copy,
+                    &layout,
+                    9,
+                    policy,
+                    &TestClock::at(now),
+                    &mut other,
+                    |tick| copy.reserved.store(tick + 1, Ordering::Relaxed),
+                    |_| true,
+                );
                 match next_id_fast(&ws, &layout, 9, policy, now, &mut local) {
                     Some(i) => {
                         fast += 1;
@@ -844,12 +865,20 @@ mod tests {
                     }
                     None => {
                         declined.push(dt);
-                        let now_values = [&ws.state, &ws.reserved, &ws.vibrate].map(|a| a.load(Ordering::Relaxed));
+                        let now_values =
+                            [&ws.state, &ws.reserved, &ws.vibrate].map(|a| a.load(Ordering::Relaxed));
                         assert_eq!(now_values, pre, "at +{dt}: declined without a change");
                         // what the full path does instead, so that the run goes on
-                        let i = next_id_uncounted(&ws, &layout, 9, policy, &TestClock::at(now), &mut other, |tick| {
-                            ws.reserved.store(tick + 1, Ordering::Relaxed)
-                        }, |_| true);
+                        let i = next_id_uncounted(
+                            &ws,
+                            &layout,
+                            9,
+                            policy,
+                            &TestClock::at(now),
+                            &mut other,
+                            |tick| ws.reserved.store(tick + 1, Ordering::Relaxed),
+                            |_| true,
+                        );
                         match i {
                             Ok(i) => {
                                 assert!(i.id > last);
@@ -865,7 +894,10 @@ mod tests {
         // declined: the exhausted tick (once), the step back (and the drift beyond 50 ms it
         // leaves), the reservation's last half and its end; everything else fast
         assert_eq!(declined.iter().filter(|&&d| d == 1).count(), 1, "{declined:?}");
-        assert!(declined.contains(&-30) && declined.contains(&250) && declined.contains(&400), "{declined:?}");
+        assert!(
+            declined.contains(&-30) && declined.contains(&250) && declined.contains(&400),
+            "{declined:?}"
+        );
         assert!(!declined.contains(&0) && !declined.contains(&3), "{declined:?}");
         assert!(fast >= 4096 + 10, "{fast}");
     }
