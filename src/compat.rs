@@ -17,7 +17,7 @@
 //! | `segment_create_wrapper`            | 0.1.0 - 0.3.0 | refuses: update the extension       |
 //! | `keyed_create_wrapper`              | 0.4.0         | refuses: update the extension       |
 //! | `snowflake_next_wrapper`            | 0.1.0 - 0.5.0 | the same function                   |
-//! | `snowflake_next_text_wrapper`       | 0.3.0 - 0.5.0 | the same function                   |
+//! | `snowflake_next_text_wrapper`       | 0.2.0 - 0.5.0 | the same function                   |
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
