@@ -49,10 +49,14 @@ VACUUM ANALYZE bench_floor_ids;
 CREATE FUNCTION bench_cpu(q text, OUT cpu_ns float8, OUT wall_ns float8) LANGUAGE plpgsql AS \$f\$
 DECLARE c0 bigint; t0 timestamptz;
 BEGIN
+    -- the kernel adds a running task's CPU time to schedstat at a timer tick or when the task
+    -- is switched out: a 1 ms sleep before each reading makes it exact (not a tick's 4 ms off)
+    PERFORM pg_sleep(0.001);
     c0 := split_part(pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint;
     t0 := clock_timestamp();
     EXECUTE q;
     wall_ns := extract(epoch FROM clock_timestamp() - t0) * 1e9;
+    PERFORM pg_sleep(0.001);
     cpu_ns := split_part(pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint - c0;
 END \$f\$;
 -- waits (bounded) until the generator's logical clock is not ahead of the system clock
