@@ -358,7 +358,7 @@ pub fn next_id_uncounted<C: Clock>(
 /// reservation due for its early extension, or a lost compare-and-swap. The caller then runs
 /// [`next_id_uncounted`], which handles each of them. Never panics (the server calls it outside
 /// its error handling); counts nothing (see [`next_id_uncounted`]).
-#[inline]
+#[inline(always)]
 pub fn next_id_fast(
     ws: &WorkerState,
     layout: &Layout,
