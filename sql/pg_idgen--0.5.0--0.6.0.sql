@@ -913,3 +913,10 @@ BEGIN
     RETURN false;
 END
 $fn$;
+
+-- snowflake_next() and snowflake_next_text(): plain C functions (the hot path) instead of pgrx
+-- wrappers; the library keeps the old symbols (src/compat.rs) for databases not yet updated.
+CREATE OR REPLACE FUNCTION @extschema@.snowflake_next() RETURNS pg_catalog.int8
+    STRICT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_snowflake_next';
+CREATE OR REPLACE FUNCTION @extschema@.snowflake_next_text() RETURNS pg_catalog.text
+    STRICT VOLATILE PARALLEL UNSAFE LANGUAGE c AS 'MODULE_PATHNAME', 'pg_idgen_snowflake_next_text';

@@ -16,6 +16,8 @@
 //! | `snowflake_worker_wrapper`          | 0.1.0, 0.2.0  | refuses: update the extension       |
 //! | `segment_create_wrapper`            | 0.1.0 - 0.3.0 | refuses: update the extension       |
 //! | `keyed_create_wrapper`              | 0.4.0         | refuses: update the extension       |
+//! | `snowflake_next_wrapper`            | 0.1.0 - 0.5.0 | the same function                   |
+//! | `snowflake_next_text_wrapper`       | 0.2.0 - 0.5.0 | the same function                   |
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -91,4 +93,30 @@ pub unsafe extern "C-unwind" fn keyed_create_wrapper(_fcinfo: pg_sys::FunctionCa
         ),
         Some("Run ALTER EXTENSION pg_idgen UPDATE in this database."),
     )
+}
+
+// 0.1.0 to 0.5.0: `snowflake_next()` and `snowflake_next_text()` were pgrx wrappers
+// (`snowflake_next_wrapper`, `snowflake_next_text_wrapper`); 0.6.0's are plain V1 functions,
+// `pg_idgen_snowflake_next` and `pg_idgen_snowflake_next_text`. A database not yet updated
+// keeps generating, with the same guarantees.
+crate::fmgr::pg_function_info_v1!(pg_finfo_snowflake_next_wrapper);
+
+/// Same function, same behaviour (see `snowflake::next_id`).
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn snowflake_next_wrapper(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: the same call frame, passed on unchanged.
+    unsafe { crate::snowflake::pg_idgen_snowflake_next(fcinfo) }
+}
+
+crate::fmgr::pg_function_info_v1!(pg_finfo_snowflake_next_text_wrapper);
+
+/// Same function, same behaviour (see `snowflake::pg_idgen_snowflake_next_text`).
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn snowflake_next_text_wrapper(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    // SAFETY: the same call frame, passed on unchanged.
+    unsafe { crate::snowflake::pg_idgen_snowflake_next_text(fcinfo) }
 }

@@ -129,6 +129,43 @@ pub fn layout() -> &'static Layout {
     })
 }
 
+/// Whether `pg_idgen.lease_mode` is off, without the conversion that panics on an unknown value
+/// (never raises: for `snowflake_next`'s path outside the error guard).
+#[inline]
+pub fn lease_mode_is_off() -> bool {
+    // SAFETY: as in `read_int`.
+    unsafe { *LEASE_MODE.as_ptr() == LeaseMode::Off.to_ordinal() }
+}
+
+/// `policy()` without the conversion that panics on an unknown value: `None` for one (never
+/// raises: for `snowflake_next`'s path outside the error guard).
+#[inline]
+pub fn policy_if_known() -> Option<pg_idgen_core::Policy> {
+    // SAFETY: as in `read_int`.
+    let ordinal = unsafe { *SEQUENCE_START.as_ptr() };
+    let start = if ordinal == StartSetting::Vibrate.to_ordinal() {
+        SequenceStart::Vibrate
+    } else if ordinal == StartSetting::Zero.to_ordinal() {
+        SequenceStart::Zero
+    } else if ordinal == StartSetting::Random.to_ordinal() {
+        SequenceStart::Random
+    } else {
+        return None;
+    };
+    Some(pg_idgen_core::Policy {
+        max_drift_ms: read_int(&MAX_DRIFT_MS) as i64,
+        max_wait_ms: read_int(&MAX_WAIT_MS) as i64,
+        start,
+        reserve_window_ms: reserve_window_ms(),
+    })
+}
+
+/// The layout in force when it was parsed already (never raises; `layout` parses it).
+#[inline]
+pub fn layout_if_parsed() -> Option<&'static Layout> {
+    PARSED_LAYOUT.get()
+}
+
 /// Reads an int setting on the hot path. `GucSetting::get` also checks that it runs on the
 /// backend's main thread; `snowflake_next` is only ever called there, so the check is skipped.
 #[inline]

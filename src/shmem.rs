@@ -36,8 +36,12 @@
 //!   clean exit (no backend runs then; never after a crash, when memory is not trusted). Nothing else is done while holding `lock`: no SPI, no catalog
 //!   access; an ERROR while it is held (disk full) releases it as part of abort.
 //! * Statistics counters are relaxed atomics: exact counts, no ordering promised between them.
+//!   `WorkerState::issued` is added to by each backend once per tick it issues ids in, at the end
+//!   of each transaction and before it reads the statistics (`snowflake::count_issued`): exact
+//!   for every transaction that has ended; a running one's ids of its current tick are still
+//!   counted in its backend.
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use pg_idgen_core::generator::{reservation_end, state_before_tick, state_tick};
@@ -136,6 +140,7 @@ pub unsafe fn attach_shmem() -> bool {
 }
 
 /// The shared state; raises 55000 when the library was not preloaded.
+#[inline]
 pub fn shared() -> &'static Shared {
     // SAFETY: SHARED is set once at startup (in the postmaster, inherited by every backend) and
     // points into shared memory that lives as long as the server.
@@ -190,17 +195,43 @@ pub(crate) fn claim_slot_locked(sh: &Shared, worker: i64) -> Option<&Slot> {
     Some(free)
 }
 
-thread_local! {
-    static SLOT_CACHE: Cell<(i64, usize)> = const { Cell::new((-1, 0)) };
+/// The worker id whose slot this backend used last, and the slot's index (-1: none yet). A plain
+/// static: the backend is single-threaded (no thread-local lookup on the hot path).
+static mut SLOT_CACHE: (i64, usize) = (-1, 0);
+
+/// The shared state, or `None` when the library was not preloaded (never raises).
+#[inline]
+pub fn shared_if_attached() -> Option<&'static Shared> {
+    // SAFETY: as in `shared`.
+    unsafe { SHARED.as_ref() }
+}
+
+/// The slot of `worker` when it is the one this backend used last (never raises, claims nothing).
+#[inline]
+pub fn cached_slot(worker: i64) -> Option<&'static Slot> {
+    // SAFETY: as in `slot_for`.
+    let (cached_worker, idx) = unsafe { SLOT_CACHE };
+    if cached_worker != worker {
+        return None;
+    }
+    Some(&shared_if_attached()?.slots[idx])
 }
 
 /// The slot of `worker`, claimed on first use.
+#[inline]
 pub fn slot_for(worker: i64) -> &'static Slot {
     let sh = shared();
-    let (cached_worker, idx) = SLOT_CACHE.with(|c| c.get());
+    // SAFETY: single-threaded backend; only this function reads or writes it.
+    let (cached_worker, idx) = unsafe { SLOT_CACHE };
     if cached_worker == worker {
         return &sh.slots[idx];
     }
+    slot_for_uncached(sh, worker)
+}
+
+#[cold]
+#[inline(never)]
+fn slot_for_uncached(sh: &'static Shared, worker: i64) -> &'static Slot {
     let found = sh.slots.iter().position(|s| s.worker_id.load(Ordering::Acquire) == worker);
     let idx = match found {
         Some(i) => i,
@@ -216,7 +247,8 @@ pub fn slot_for(worker: i64) -> &'static Slot {
             }
         }
     };
-    SLOT_CACHE.with(|c| c.set((worker, idx)));
+    // SAFETY: as in `slot_for`.
+    unsafe { SLOT_CACHE = (worker, idx) };
     &sh.slots[idx]
 }
 

@@ -1,10 +1,9 @@
 //! `snowflake_next()` and its statistics: the server side of `pg_idgen_core::next_id`.
 
-use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
-use pg_idgen_core::generator::state_tick;
-use pg_idgen_core::{next_id_fenced, Clock, LocalState};
+use pg_idgen_core::generator::{next_id_fast, next_id_uncounted, state_tick};
+use pg_idgen_core::{Clock, LocalState};
 use pgrx::prelude::*;
 
 use crate::clock::{monotonic_ms, ms_to_timestamptz, now_unix_ms};
@@ -16,6 +15,7 @@ use pgrx::pg_sys;
 struct PgClock;
 
 impl Clock for PgClock {
+    #[inline(always)]
     fn now_ms(&self) -> i64 {
         now_unix_ms()
     }
@@ -51,39 +51,136 @@ impl Clock for PgClock {
     }
 }
 
-thread_local! {
-    static LOCAL: RefCell<LocalState> = RefCell::new(LocalState::new(
-        (std::process::id() as u64) << 32 ^ now_unix_ms() as u64,
-    ));
+/// What a backend keeps between calls of `snowflake_next()`. A backend is single-threaded and
+/// only the generator's calls touch it (none of them re-enters another), so it is a plain static:
+/// no thread-local lookup and no borrow flag on the hot path.
+struct Hot {
+    /// `RecoveryInProgress()` returned false once: it never returns true again in this process
+    /// (a backend started during recovery sees it end once; a new recovery restarts every backend).
+    recovery_done: bool,
+    /// The random start values' xorshift state (0 until the first call seeds it).
+    local: LocalState,
+    /// Ids issued by this backend not yet added to `pending_slot`'s `ids_issued` counter: added
+    /// by the call that issues the first id of a tick, at the end of each transaction
+    /// (`flush_at_xact_end`), before this backend reads the statistics, and when the backend
+    /// generates for another worker id. One atomic add per tick instead of one per id.
+    pending: u64,
+    pending_slot: *const shmem::Slot,
+    /// `flush_at_xact_end` is registered (once per backend).
+    xact_callback: bool,
 }
 
-fn check_layout_confirmed(sh: &shmem::Shared) {
-    if sh.layout_mismatch.load(Ordering::Relaxed)
-        && shmem::persisted_layout(sh) == shmem::UPGRADE_WITHOUT_STATE
-    {
+static mut HOT: Hot = Hot {
+    recovery_done: false,
+    local: LocalState { rng: 0 },
+    pending: 0,
+    pending_slot: std::ptr::null(),
+    xact_callback: false,
+};
+
+/// Adds the ids this backend counted to their slot's `issued` counter.
+#[inline]
+fn flush_issued(hot: &mut Hot) {
+    if hot.pending > 0 {
+        // SAFETY: `pending` > 0 only after `pending_slot` was set to a slot in shared memory,
+        // which lives as long as the server (a crash restart ends this backend first).
+        unsafe { (*hot.pending_slot).ws.issued.fetch_add(hot.pending, Ordering::Relaxed) };
+        hot.pending = 0;
+    }
+}
+
+/// Before this backend reads `ids_issued` (`snowflake_stats()`): its own ids are counted.
+pub(crate) fn flush_own_issued() {
+    flush_issued(hot());
+}
+
+/// At the end of every transaction (commit, abort, prepare): this backend's ids are counted, so
+/// that other sessions see every id of the transactions that have ended.
+#[pg_guard]
+unsafe extern "C-unwind" fn flush_at_xact_end(_event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
+    flush_issued(hot());
+}
+
+/// Counts an id of `slot` in this backend; adds the count to the slot when the id is the first of
+/// its tick.
+#[inline]
+fn count_issued(hot: &mut Hot, slot: &shmem::Slot, new_tick: bool) {
+    if !std::ptr::eq(hot.pending_slot, slot) {
+        new_counting_slot(hot, slot);
+    }
+    hot.pending += 1;
+    if new_tick {
+        flush_issued(hot);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn new_counting_slot(hot: &mut Hot, slot: &shmem::Slot) {
+    flush_issued(hot);
+    hot.pending_slot = slot;
+    if !hot.xact_callback {
+        // SAFETY: registered once per backend, in TopMemoryContext's list (xact.c).
+        unsafe { pg_sys::RegisterXactCallback(Some(flush_at_xact_end), std::ptr::null_mut()) };
+        hot.xact_callback = true;
+    }
+}
+
+/// The backend's `Hot`.
+#[inline(always)]
+fn hot() -> &'static mut Hot {
+    // SAFETY: the backend is single-threaded, and the reference does not outlive one call of
+    // `next_id`, which does not re-enter itself (nothing it calls generates an id).
+    unsafe { &mut *(&raw mut HOT) }
+}
+
+/// `RecoveryInProgress` without pgrx's FFI guard (a sigsetjmp per call): it reads two flags and
+/// raises no error.
+mod raw {
+    unsafe extern "C" {
+        #[link_name = "RecoveryInProgress"]
+        pub fn recovery_in_progress() -> bool;
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn refuse_in_recovery() -> ! {
+    raise(
+        Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+        "cannot generate snowflake ids during recovery",
+        Some("Ids are generated on the primary. A promoted standby continues above every id the primary reserved, as received through WAL."),
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn refuse_unconfirmed_layout(sh: &shmem::Shared) -> ! {
+    if shmem::persisted_layout(sh) == shmem::UPGRADE_WITHOUT_STATE {
         raise(
             Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             "cannot generate snowflake ids: pg_upgrade made this cluster, and the old cluster's generator state (pg_idgen/snowflake.state) has not been copied here",
             Some("Ids could repeat the old cluster's. Stop this server, copy pg_idgen/snowflake.state from the old cluster's data directory into this one's pg_idgen/ directory, and start it again (docs/operations.md, \"Upgrading PostgreSQL\"). Only if the old data directory is lost: once this server's clock is past the old cluster's last id (plus pg_idgen.max_drift_ms), SELECT snowflake_accept_layout() as a superuser."),
         );
     }
-    if sh.layout_mismatch.load(Ordering::Relaxed) {
-        raise(
-            Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "pg_idgen.layout changed: the persisted generator state was made with layout \"{}\", the server now runs \"{}\"",
-                shmem::persisted_layout(sh),
-                gucs::layout().canonical()
-            ),
-            Some("Ids of two layouts can collide. Restore the old pg_idgen.layout, or, if no ids of the old layout can collide with new ones, run SELECT snowflake_accept_layout() as a superuser."),
-        );
-    }
+    raise(
+        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "pg_idgen.layout changed: the persisted generator state was made with layout \"{}\", the server now runs \"{}\"",
+            shmem::persisted_layout(sh),
+            gucs::layout().canonical()
+        ),
+        Some("Ids of two layouts can collide. Restore the old pg_idgen.layout, or, if no ids of the old layout can collide with new ones, run SELECT snowflake_accept_layout() as a superuser."),
+    )
 }
 
 /// After recovery the generators continue at the recovery floor, up to max_drift_ms +
 /// clock_skew_ms ahead of the clock (`shmem::apply_recovery_floor`): the first calls wait until
 /// that lead is within max_drift_ms again, so that ids of this server keep the bound a later
-/// promotion of another server relies on. Interruptible; one atomic load once it has passed.
+/// promotion of another server relies on. Interruptible; once it has passed, `next_id` sees the
+/// word 0 and does not call this.
+#[cold]
+#[inline(never)]
 fn wait_for_recovery_floor(sh: &shmem::Shared) {
     let until = sh.recovery_wait_until_ms.load(Ordering::Acquire);
     if until == 0 {
@@ -117,48 +214,140 @@ fn refuse_behind_old_primary(sh: &shmem::Shared, e: pg_idgen_core::GenError) -> 
     errors::gen_error(e)
 }
 
-/// The next snowflake id of this session's worker id.
-#[pg_extern(volatile, parallel_unsafe)]
-fn snowflake_next() -> i64 {
-    let sh = shmem::shared();
-    if unsafe { pgrx::pg_sys::RecoveryInProgress() } {
-        raise(
-            Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
-            "cannot generate snowflake ids during recovery",
-            Some("Ids are generated on the primary. A promoted standby continues above every id the primary reserved, as received through WAL."),
-        );
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_snowflake_next);
+
+/// `snowflake_next() RETURNS bigint`: the next snowflake id of this session's worker id. A plain
+/// V1 function (declared in `sql/snowflake.sql`): no pgrx argument or memory-context handling.
+/// The common case (`fast_next`) cannot raise an error, so it runs without pgrx's error guard;
+/// every other case runs the full path (`next_id`) under it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn pg_idgen_snowflake_next(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    match fast_next() {
+        Some(id) => pg_sys::Datum::from(id),
+        // SAFETY: the same call frame, passed on unchanged.
+        None => unsafe { snowflake_next_full(fcinfo) },
     }
-    check_layout_confirmed(sh);
-    wait_for_recovery_floor(sh);
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn snowflake_next_full(_fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    pg_sys::Datum::from(next_id())
+}
+
+/// The common case of `next_id`, or `None` (nothing issued, nothing changed but the clock
+/// watermark) when the call needs the full path: the first call of the backend (it checks
+/// recovery, finds the slot, seeds the generator, registers the count's flush), a layout not
+/// confirmed, the wait after recovery, leases, a worker id from the table, and everything
+/// `pg_idgen_core::generator::next_id_fast` declines (a step back, a wait, a reservation).
+/// Calls nothing that can raise an error: two shared loads and the settings, then one clock read
+/// and one compare-and-swap on the generator's word.
+#[inline(always)]
+fn fast_next() -> Option<i64> {
+    let hot = hot();
+    if !hot.recovery_done || hot.pending_slot.is_null() {
+        return None;
+    }
+    let sh = shmem::shared_if_attached()?;
+    if sh.layout_mismatch.load(Ordering::Relaxed) || sh.recovery_wait_until_ms.load(Ordering::Acquire) != 0 {
+        return None;
+    }
+    if !gucs::lease_mode_is_off() {
+        return None;
+    }
+    let worker = gucs::worker_id_setting()? as i64;
+    let slot = shmem::cached_slot(worker)?;
+    if !std::ptr::eq(slot, hot.pending_slot) {
+        return None;
+    }
+    let layout = gucs::layout_if_parsed()?;
+    let policy = gucs::policy_if_known()?;
+    let issued = next_id_fast(&slot.ws, layout, worker as u64, policy, now_unix_ms(), &mut hot.local)?;
+    count_issued(hot, slot, issued.new_tick);
+    Some(issued.id)
+}
+
+crate::fmgr::pg_function_info_v1!(pg_finfo_pg_idgen_snowflake_next_text);
+
+/// `snowflake_next_text() RETURNS text`: `snowflake_next()` as decimal text, for JSON payloads
+/// and APIs whose clients read numbers as IEEE 754 doubles (JavaScript), which round integers
+/// above 2^53 − 1. The same id, the same errors; `'…'::bigint` reads it back.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn pg_idgen_snowflake_next_text(
+    _fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    let id = next_id();
+    // at most 19 digits: ids are never negative
+    let mut digits = [0u8; 20];
+    let mut n = id as u64;
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // SAFETY: a text datum of the digits, palloc'd in the caller's memory context.
+    unsafe { pg_sys::Datum::from(crate::fmgr::text_from_bytes(&digits[at..])) }
+}
+
+/// The next snowflake id of this session's worker id, in this order: not in recovery, the
+/// layout confirmed, the wait after recovery passed, the worker id (with leases: the leased one
+/// while its lease is valid), then `pg_idgen_core::next_id_fenced` (the clock read, the drift
+/// bound, the durable reservation ahead, with leases the fence, the compare-and-swap).
+/// In the steady state: a clock read, two shared loads besides the generator's own cache line,
+/// one compare-and-swap; the id is counted in the backend (`count_issued`).
+#[inline(always)]
+pub fn next_id() -> i64 {
+    let hot = hot();
+    if !hot.recovery_done {
+        // SAFETY: a plain read of the startup state, callable in any backend.
+        if unsafe { raw::recovery_in_progress() } {
+            refuse_in_recovery();
+        }
+        hot.recovery_done = true;
+    }
+    let sh = shmem::shared();
+    if sh.layout_mismatch.load(Ordering::Relaxed) {
+        refuse_unconfirmed_layout(sh);
+    }
+    if sh.recovery_wait_until_ms.load(Ordering::Acquire) != 0 {
+        wait_for_recovery_floor(sh);
+    }
     // The configured worker id, or with leases the leased one while its lease is valid.
-    let worker = crate::lease::generation_worker(crate::worker::configured());
+    let leased = gucs::lease_mode() != gucs::LeaseMode::Off;
+    let worker = match gucs::worker_id_setting() {
+        Some(w) if !leased => w as i64,
+        setting => {
+            crate::lease::generation_worker(setting.map(|w| w as i64).or_else(crate::worker::configured))
+        }
+    };
     let layout = gucs::layout();
     let slot = shmem::slot_for(worker);
-    let issued = LOCAL.with(|local| {
-        let mut local = local.borrow_mut();
-        next_id_fenced(
-            &slot.ws,
-            layout,
-            worker as u64,
-            gucs::policy(),
-            &PgClock,
-            &mut local,
-            |tick| shmem::extend_reservation(slot, layout, tick, now_unix_ms(), true),
-            // With a lease, checked again after the id's time is fixed: the call may have waited
-            // (reservation, lock queue, the clock) since generation_worker() checked it.
-            |tick| crate::lease::still_valid(worker, tick),
-        )
-    });
-    let issued = issued.unwrap_or_else(|e| match e {
-        pg_idgen_core::GenError::Fenced { tick } => crate::lease::lost_while_generating(worker, tick),
-        pg_idgen_core::GenError::TooFarAhead { .. } => refuse_behind_old_primary(sh, e),
-        e => errors::gen_error(e),
-    });
+    if hot.local.rng == 0 {
+        hot.local = LocalState::new((std::process::id() as u64) << 32 ^ now_unix_ms() as u64);
+    }
+    let issued = next_id_uncounted(
+        &slot.ws,
+        layout,
+        worker as u64,
+        gucs::policy(),
+        &PgClock,
+        &mut hot.local,
+        |tick| shmem::extend_reservation(slot, layout, tick, now_unix_ms(), true),
+        // With a lease, checked again after the id's time is fixed: the call may have waited
+        // (reservation, lock queue, the clock) since generation_worker() checked it.
+        |tick| !leased || crate::lease::still_valid(worker, tick),
+    );
+    let issued = match issued {
+        Ok(i) => i,
+        Err(e) => refuse(sh, worker, e),
+    };
+    count_issued(hot, slot, issued.new_tick);
     if let Some(back) = issued.step_back_ms {
-        errors::warn(
-            format!("pg_idgen: the system clock stepped back by {back} ms; ids continue from the generator's own clock"),
-            Some("Check NTP on this server. Ids stay unique and increasing while the step back is within pg_idgen.max_drift_ms."),
-        );
+        warn_step_back(back);
     }
     if issued.reserve_soon {
         shmem::extend_reservation(slot, layout, issued.parts.time, now_unix_ms(), false);
@@ -166,12 +355,23 @@ fn snowflake_next() -> i64 {
     issued.id
 }
 
-/// `snowflake_next()` as decimal text: for JSON payloads and APIs whose clients read numbers as
-/// IEEE 754 doubles (JavaScript), which round integers above 2^53 − 1. The same id, the same
-/// errors; `'…'::bigint` reads it back.
-#[pg_extern(volatile, parallel_unsafe)]
-fn snowflake_next_text() -> String {
-    snowflake_next().to_string()
+#[cold]
+#[inline(never)]
+fn refuse(sh: &shmem::Shared, worker: i64, e: pg_idgen_core::GenError) -> ! {
+    match e {
+        pg_idgen_core::GenError::Fenced { tick } => crate::lease::lost_while_generating(worker, tick),
+        pg_idgen_core::GenError::TooFarAhead { .. } => refuse_behind_old_primary(sh, e),
+        e => errors::gen_error(e),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn warn_step_back(back: i64) {
+    errors::warn(
+        format!("pg_idgen: the system clock stepped back by {back} ms; ids continue from the generator's own clock"),
+        Some("Check NTP on this server. Ids stay unique and increasing while the step back is within pg_idgen.max_drift_ms."),
+    );
 }
 
 /// Per worker id: ids issued since start, the logical clock and its lead over the system clock,
@@ -194,6 +394,7 @@ fn snowflake_stats() -> TableIterator<
     ),
 > {
     let sh = shmem::shared();
+    flush_own_issued();
     let layout = gucs::layout();
     let now = now_unix_ms();
     let visible: Option<i64> = if crate::catalog::can_read_all_stats() {

@@ -21,12 +21,7 @@ extension_sql_file!("../sql/lease.sql", name = "lease", requires = [lease::snowf
 extension_sql_file!(
     "../sql/snowflake.sql",
     name = "snowflake",
-    requires = [
-        snowflake::snowflake_accept_layout,
-        snowflake::snowflake_next,
-        snowflake::snowflake_next_text,
-        snowflake::snowflake_stats
-    ]
+    requires = [snowflake::snowflake_accept_layout, snowflake::snowflake_stats]
 );
 extension_sql_file!(
     "../sql/segment.sql",

@@ -61,6 +61,8 @@ pub struct WorkerState {
     pub reserved: AtomicU64,
     /// Vibration counter for [`SequenceStart::Vibrate`].
     pub vibrate: AtomicU64,
+    /// Ids issued: counted by [`next_id`] and [`next_id_fenced`] per id, by the caller of
+    /// [`next_id_uncounted`] (several at once).
     pub issued: AtomicU64,
     /// Ticks whose sequence ran out (each counted once, by whoever saw it first).
     pub exhaustions: AtomicU64,
@@ -152,6 +154,9 @@ pub struct Issued {
     /// Set when the reservation should be extended soon (the issued tick is in the last half
     /// of the reserved window); the caller may do it now without blocking others.
     pub reserve_soon: bool,
+    /// The id is the first of its tick issued (a new tick, or the next one after an exhausted
+    /// sequence), not the next sequence value of the last id's tick.
+    pub new_tick: bool,
 }
 
 /// Tracks the highest clock reading of all callers; counts a step back once, by the caller whose
@@ -245,6 +250,28 @@ pub fn next_id_fenced<C: Clock>(
     policy: Policy,
     clock: &C,
     local: &mut LocalState,
+    reserve: impl FnMut(u64),
+    fence: impl FnMut(u64) -> bool,
+) -> Result<Issued, GenError> {
+    let issued = next_id_uncounted(ws, layout, worker, policy, clock, local, reserve, fence);
+    if issued.is_ok() {
+        ws.issued.fetch_add(1, Ordering::Relaxed);
+    }
+    issued
+}
+
+/// [`next_id_fenced`] without counting the id in `ws.issued`: the caller counts it, and may add
+/// several at once (one atomic add per tick instead of one per id: the server counts in the
+/// backend and adds the count when a call issues the first id of a tick, `Issued::new_tick`, and
+/// at the end of each transaction). Everything else is the same.
+#[allow(clippy::too_many_arguments)]
+pub fn next_id_uncounted<C: Clock>(
+    ws: &WorkerState,
+    layout: &Layout,
+    worker: u64,
+    policy: Policy,
+    clock: &C,
+    local: &mut LocalState,
     mut reserve: impl FnMut(u64),
     mut fence: impl FnMut(u64) -> bool,
 ) -> Result<Issued, GenError> {
@@ -309,7 +336,6 @@ pub fn next_id_fenced<C: Clock>(
         if kind != Kind::SameTick {
             ws.vibrate.fetch_add(1, Ordering::Relaxed);
         }
-        ws.issued.fetch_add(1, Ordering::Relaxed);
         let parts = Parts { time: tick, worker, sequence: seq };
         // The id cannot fail to encode: tick ≤ max_time was checked, worker was checked by the
         // caller, and seq fits its field by construction.
@@ -319,8 +345,73 @@ pub fn next_id_fenced<C: Clock>(
         // asking would make every call of the field's last half-window write the state file.
         let reserve_soon = reserved <= layout.max_time()
             && (reserved - tick).saturating_mul(layout.unit_ms as u64 * 2) <= policy.reserve_window_ms as u64;
-        return Ok(Issued { id, parts, step_back_ms, reserve_soon });
+        return Ok(Issued { id, parts, step_back_ms, reserve_soon, new_tick: kind != Kind::SameTick });
     }
+}
+
+/// One attempt of [`next_id_uncounted`] that neither waits, nor reserves, nor asks a fence: for a
+/// caller without a fence (no lease), with the clock read by the caller (`now_ms`). It issues the
+/// id [`next_id_uncounted`] would issue at that clock reading, or returns `None` having changed
+/// nothing but the clock watermark (raised as every call raises it) when the call needs more
+/// than the common case: the clock before the epoch or stepped back, an exhausted sequence, the
+/// time field at its end, a lead beyond `max_drift_ms` (a wait), a tick not yet reserved, a
+/// reservation due for its early extension, or a lost compare-and-swap. The caller then runs
+/// [`next_id_uncounted`], which handles each of them. Never panics (the server calls it outside
+/// its error handling); counts nothing (see [`next_id_uncounted`]).
+#[inline(always)]
+pub fn next_id_fast(
+    ws: &WorkerState,
+    layout: &Layout,
+    worker: u64,
+    policy: Policy,
+    now_ms: i64,
+    local: &mut LocalState,
+) -> Option<Issued> {
+    let seq_bits = layout.sequence_bits;
+    let high = ws.wall_high.load(Ordering::Relaxed);
+    if now_ms > high {
+        ws.wall_high.store(now_ms, Ordering::Relaxed);
+    } else if high - now_ms >= STEP_BACK_MIN_MS {
+        return None; // a step back: counted and reported by the full path
+    }
+    let now_tick = layout.unix_ms_to_tick(now_ms);
+    if now_tick < 0 {
+        return None;
+    }
+    let now_tick = now_tick.min(u64::MAX as i128 >> 1) as u64;
+    let start = match policy.start {
+        SequenceStart::Zero => 0,
+        SequenceStart::Vibrate => ws.vibrate.load(Ordering::Relaxed) % spread(seq_bits),
+        SequenceStart::Random => local.random() % spread(seq_bits),
+    };
+    let last = ws.state.load(Ordering::Acquire);
+    let (tick, seq, kind) = advance(last, now_tick, start, seq_bits);
+    if kind == Kind::Exhausted || tick > layout.max_time() {
+        return None;
+    }
+    let lead_ms = (layout.tick_to_unix_ms(tick) - now_ms as i128).max(0) as i64;
+    if lead_ms > policy.max_drift_ms {
+        return None;
+    }
+    let reserved = ws.reserved.load(Ordering::Acquire);
+    if tick >= reserved
+        || (reserved <= layout.max_time()
+            && (reserved - tick).saturating_mul(layout.unit_ms as u64 * 2) <= policy.reserve_window_ms as u64)
+    {
+        return None;
+    }
+    let next = (tick << seq_bits) | seq;
+    if ws.state.compare_exchange(last, next, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+        return None;
+    }
+    if kind != Kind::SameTick {
+        ws.vibrate.fetch_add(1, Ordering::Relaxed);
+    }
+    let parts = Parts { time: tick, worker, sequence: seq };
+    // Cannot fail (tick <= max_time checked, the worker by the caller, seq fits by
+    // construction); were it to, the state has moved past an id nobody got: a gap, no duplicate.
+    let id = layout.encode(parts).ok()?;
+    Some(Issued { id, parts, step_back_ms: None, reserve_soon: false, new_tick: kind != Kind::SameTick })
 }
 
 /// The new reservation end for a reservation that must cover `tick`: `window_ms` of wall time
@@ -682,6 +773,133 @@ mod tests {
         assert_eq!(asked, vec![(101, t0 + 1, true)], "asked once, after the wait and the reservation");
         assert_eq!(g.ws.issued.load(Ordering::Relaxed), issued, "no id issued");
         assert_eq!(g.ws.state.load(Ordering::Relaxed), state, "the state did not move");
+    }
+
+    #[test]
+    fn uncounted_ids_leave_the_count_to_the_caller_and_mark_the_first_of_each_tick() {
+        // Zero start: the first id of a tick has sequence 0, every other one its predecessor + 1.
+        let mut g = Gen::new("default", 1, ZERO);
+        let clock = TestClock::at(crate::layout::DEFAULT_EPOCH_MS + 10);
+        let (mut last, mut firsts) = (0i64, 0);
+        for n in 0..(4096 * 2 + 5) {
+            if n == 4096 + 17 {
+                clock.add(5); // a new tick by the clock, in the middle of the second tick's run
+            }
+            let (ws, layout) = (&g.ws, &g.layout);
+            let i = next_id_uncounted(
+                ws,
+                layout,
+                1,
+                g.policy,
+                &clock,
+                &mut g.local,
+                |tick| ws.reserved.store(tick + 1000, Ordering::Release),
+                |_| true,
+            )
+            .unwrap();
+            assert!(i.id > last);
+            assert_eq!(i.new_tick, i.parts.sequence == 0, "id {n}: {i:?}");
+            assert_eq!(i.new_tick, last == 0 || (i.id >> 22) != (last >> 22), "id {n}");
+            firsts += i.new_tick as u32;
+            last = i.id;
+        }
+        // tick 10 (4096 ids), 11 (10 exhausted: 17 ids), 15 (the clock's, the other 4084)
+        assert_eq!(firsts, 3);
+        assert_eq!(g.ws.issued.load(Ordering::Relaxed), 0, "the caller counts");
+        // next_id counts each id it issues, and only those
+        let before = g.ws.issued.load(Ordering::Relaxed);
+        g.next(&clock).unwrap();
+        assert_eq!(g.ws.issued.load(Ordering::Relaxed), before + 1);
+    }
+
+    /// A copy of a generator's state (what `next_id_fast` may read or change).
+    fn snapshot(ws: &WorkerState) -> WorkerState {
+        let c = WorkerState::default();
+        for (a, b) in [(&c.state, &ws.state), (&c.reserved, &ws.reserved), (&c.vibrate, &ws.vibrate)] {
+            a.store(b.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        c.wall_high.store(ws.wall_high.load(Ordering::Relaxed), Ordering::Relaxed);
+        c
+    }
+
+    #[test]
+    fn the_fast_attempt_issues_what_the_full_call_issues_or_declines_without_changing_the_state() {
+        // vibrating starts, a 300 ms reservation window (early extension in its last 150 ms)
+        let policy = Policy {
+            max_drift_ms: 50,
+            max_wait_ms: 20,
+            start: SequenceStart::Vibrate,
+            reserve_window_ms: 300,
+        };
+        let layout = Layout::parse("default").unwrap();
+        let ws = WorkerState::default();
+        let t0 = crate::layout::DEFAULT_EPOCH_MS + 1_000;
+        ws.reserved.store(1_000 + 400, Ordering::Relaxed); // ticks below 1400 reserved
+        ws.state.store(state_before_tick(1_000, layout.sequence_bits), Ordering::Relaxed);
+        let (mut local, mut other) = (LocalState::new(7), LocalState::new(7));
+        let (mut fast, mut declined, mut last) = (0, Vec::new(), 0i64);
+        // (clock offset from t0, calls): same ms runs, new ms, an exhaustion, a step back, the
+        // reservation's last half, then its end
+        for (dt, calls) in [(0, 10), (1, 4096 + 3), (3, 5), (-30, 2), (5, 2), (250, 2), (399, 1), (400, 1)] {
+            for _ in 0..calls {
+                let now = t0 + dt;
+                let pre = [&ws.state, &ws.reserved, &ws.vibrate].map(|a| a.load(Ordering::Relaxed));
+                // the full call on a copy of the state
+                let copy = snapshot(&ws);
+                let expect = next_id_uncounted(
+                    &copy,
+                    &layout,
+                    9,
+                    policy,
+                    &TestClock::at(now),
+                    &mut other,
+                    |tick| copy.reserved.store(tick + 1, Ordering::Relaxed),
+                    |_| true,
+                );
+                match next_id_fast(&ws, &layout, 9, policy, now, &mut local) {
+                    Some(i) => {
+                        fast += 1;
+                        assert_eq!(Ok(i), expect, "at +{dt}: the full call issues the same id");
+                        assert!(i.id > last);
+                        last = i.id;
+                    }
+                    None => {
+                        declined.push(dt);
+                        let now_values =
+                            [&ws.state, &ws.reserved, &ws.vibrate].map(|a| a.load(Ordering::Relaxed));
+                        assert_eq!(now_values, pre, "at +{dt}: declined without a change");
+                        // what the full path does instead, so that the run goes on
+                        let i = next_id_uncounted(
+                            &ws,
+                            &layout,
+                            9,
+                            policy,
+                            &TestClock::at(now),
+                            &mut other,
+                            |tick| ws.reserved.store(tick + 1, Ordering::Relaxed),
+                            |_| true,
+                        );
+                        match i {
+                            Ok(i) => {
+                                assert!(i.id > last);
+                                last = i.id;
+                            }
+                            Err(e) => assert!(matches!(e, GenError::TooFarAhead { .. }), "{e:?}"),
+                        }
+                    }
+                }
+                local = other.clone();
+            }
+        }
+        // declined: the exhausted tick (once), the step back (and the drift beyond 50 ms it
+        // leaves), the reservation's last half and its end; everything else fast
+        assert_eq!(declined.iter().filter(|&&d| d == 1).count(), 1, "{declined:?}");
+        assert!(
+            declined.contains(&-30) && declined.contains(&250) && declined.contains(&400),
+            "{declined:?}"
+        );
+        assert!(!declined.contains(&0) && !declined.contains(&3), "{declined:?}");
+        assert!(fast >= 4096 + 10, "{fast}");
     }
 
     #[test]

@@ -413,6 +413,7 @@ impl Layout {
     }
 
     /// Composes an id; every part is range-checked, nothing is truncated.
+    #[inline]
     pub fn encode(&self, p: Parts) -> Result<i64, IdError> {
         if p.time > self.max_time() {
             return Err(IdError::TimeOutOfRange { ticks: p.time as i128, max: self.max_time() });
