@@ -23,13 +23,14 @@
 #       the registry only; the registry's packets to it only); the other server takes the id over.
 #   skew-sync, skew-async, skew-async-covered, skew-lease   a primary and a streaming standby
 #       whose clock runs 8 s behind the primary's (libfaketime; which side is faked: below),
-#       layout of 200 ids/s so the primary's ids run ahead of its clock (max_drift_ms 3000); the primary is cut off while its clients keep calling, stopped
-#       (fenced) 2 s later, the standby promoted at once: with a synchronous standby; with an
-#       asynchronous one and the default clock_skew_ms (250: the skew is beyond it; the standby's
-#       WAL receiver saw the primary's clock 8 s ahead and the end-of-recovery floor adds that:
-#       asserted, 0 ids twice); asynchronous with clock_skew_ms = 10000 (covering it on its own);
-#       and skew-lease: asynchronous, the worker id leased (fixed) from a registry on a third
-#       host, default clock_skew_ms (the registry's high-water mark covers the skew). Every skew
+#       layout of 200 ids/s so the primary's ids run ahead of its clock (max_drift_ms 3000); the
+#       primary is cut off while its clients keep calling, stopped (fenced) 2 s later, the
+#       standby promoted at once: with a synchronous standby; with an asynchronous one and the
+#       default clock_skew_ms (250: the skew is beyond it; the standby's WAL receiver saw the
+#       primary's clock 8 s ahead and the end-of-recovery floor adds that: asserted, 0 ids
+#       twice); asynchronous with clock_skew_ms = 10000 (covering it on its own); and
+#       skew-lease: asynchronous, the worker id leased (fixed) from a registry on a third host,
+#       default clock_skew_ms (the registry's high-water mark covers the skew). Every skew
 #       scenario asserts 0 ids twice, the promoted standby's ids above the old primary's, and
 #       each client's ids increasing, and (but skew-lease on 15) that s's WAL receiver saw p's
 #       clock 7.5-8 s ahead before the cut (pg_stat_wal_receiver).
@@ -40,14 +41,15 @@
 #       worker and monitor, the WAL writer) are not faked by libfaketime 0.9.10: they, and the
 #       postmaster's own log lines written there, run on the real clock, while the backends,
 #       walsenders, startup process and checkpointer (forked in ServerLoop or PostmasterMain)
-#       are faked. A skewed standby's WAL receiver then sees its primary's clock
-#       0 ms ahead (measured: -2 ms), a skew no real machine has; a skewed primary's walsenders
-#       are faked, so the real standby's WAL receiver sees the 8 s (measured: 8000 ms). skew-lease
-#       stays on the standby side: a skewed primary's own lease worker (real clock) bounds its ids
-#       at real + lease validity + max_drift_ms = real + 8 s, below the faked backends' clock, so
-#       p refuses every id (measured on 15: 244 of 244 calls 55000 "at or after the bound of its
-#       lease"). On 15 its standby's WAL receiver and lease worker run on the real clock: the
-#       end of recovery adds 0 ms seen, and the registry's high-water mark alone covers the skew.
+#       are faked. A skewed standby's WAL receiver then sees its primary's clock 0 ms ahead
+#       (measured: -2 ms, -1 ms), a skew no real machine has; a skewed primary's walsenders are
+#       faked, so the real standby's WAL receiver sees the 8 s (measured: 7998-8000 ms).
+#       skew-lease stays on the standby side: a skewed primary's own lease worker (real clock)
+#       bounds its ids at real + lease validity + max_drift_ms = real + 8 s, below the faked
+#       backends' clock, so p refuses every id (measured on 15: 244 of 244 calls 55000 "at or
+#       after the bound of its lease"). On 15 its standby's WAL receiver and lease worker run on
+#       the real clock: the end of recovery adds 0 ms seen, and the registry's high-water mark
+#       alone covers the skew.
 #   clock-jump   one server under load, libfaketime: its clock 10 min ahead for a few seconds and
 #       back, a restart while behind, then the clock past the jump's ids: nothing handed out while
 #       behind (55000), nothing twice, each client's ids increasing.
