@@ -21,17 +21,35 @@
 #       worker id 1 (lease_mode = fixed, lease_ttl 6, lease_margin 1) from a registry on a third
 #       host, clients on both: the holder is cut from the registry only (both ways; its packets to
 #       the registry only; the registry's packets to it only); the other server takes the id over.
-#   skew-sync, skew-async, skew-async-covered, skew-lease   a primary and a streaming standby whose clock runs
-#       8 s behind (libfaketime), layout of 200 ids/s so the primary's ids run ahead of its clock
-#       (max_drift_ms 3000); the primary is cut off while its clients keep calling, stopped
-#       (fenced) 2 s later, the standby promoted at once: with a synchronous standby; with an
-#       asynchronous one and the default clock_skew_ms (250: the skew is beyond it; the standby's
-#       WAL receiver saw the primary's clock 8 s ahead and the end-of-recovery floor adds that:
-#       asserted, 0 ids twice); asynchronous with clock_skew_ms = 10000 (covering it on its own);
-#       and skew-lease: asynchronous, the worker id leased (fixed) from a registry on a third
-#       host, default clock_skew_ms (the registry's high-water mark covers the skew). Every skew
+#   skew-sync, skew-async, skew-async-covered, skew-lease   a primary and a streaming standby
+#       whose clock runs 8 s behind the primary's (libfaketime; which side is faked: below),
+#       layout of 200 ids/s so the primary's ids run ahead of its clock (max_drift_ms 3000); the
+#       primary is cut off while its clients keep calling, stopped (fenced) 2 s later, the
+#       standby promoted at once: with a synchronous standby; with an asynchronous one and the
+#       default clock_skew_ms (250: the skew is beyond it; the standby's WAL receiver saw the
+#       primary's clock 8 s ahead and the end-of-recovery floor adds that: asserted, 0 ids
+#       twice); asynchronous with clock_skew_ms = 10000 (covering it on its own); and
+#       skew-lease: asynchronous, the worker id leased (fixed) from a registry on a third host,
+#       default clock_skew_ms (the registry's high-water mark covers the skew). Every skew
 #       scenario asserts 0 ids twice, the promoted standby's ids above the old primary's, and
-#       each client's ids increasing.
+#       each client's ids increasing, and (but skew-lease on 15) that s's WAL receiver saw p's
+#       clock 7.5-8 s ahead before the cut (pg_stat_wal_receiver).
+#       Which side is skewed (PARTITION_SKEW_SIDE): "standby" (s 8 s behind, p real; the default
+#       on 16+) or "primary" (p under libfaketime "+8s", s real; the default on 15): the same
+#       relative skew. On PostgreSQL 15 the processes the postmaster forks in a signal handler
+#       (reaper, sigusr1_handler: the WAL receiver, background workers such as pg_idgen's lease
+#       worker and monitor, the WAL writer) are not faked by libfaketime 0.9.10: they, and the
+#       postmaster's own log lines written there, run on the real clock, while the backends,
+#       walsenders, startup process and checkpointer (forked in ServerLoop or PostmasterMain)
+#       are faked. A skewed standby's WAL receiver then sees its primary's clock 0 ms ahead
+#       (measured: -2 ms, -1 ms), a skew no real machine has; a skewed primary's walsenders are
+#       faked, so the real standby's WAL receiver sees the 8 s (measured: 7998-8000 ms).
+#       skew-lease stays on the standby side: a skewed primary's own lease worker (real clock)
+#       bounds its ids at real + lease validity + max_drift_ms = real + 8 s, below the faked
+#       backends' clock, so p refuses every id (measured on 15: 244 of 244 calls 55000 "at or
+#       after the bound of its lease"). On 15 its standby's WAL receiver and lease worker run on
+#       the real clock: the end of recovery adds 0 ms seen, and the registry's high-water mark
+#       alone covers the skew.
 #   clock-jump   one server under load, libfaketime: its clock 10 min ahead for a few seconds and
 #       back, a restart while behind, then the clock past the jump's ids: nothing handed out while
 #       behind (55000), nothing twice, each client's ids increasing.
@@ -40,8 +58,8 @@
 #       one of the second's moved: no segment value twice across the fleet.
 # Asserted per scenario: see each function. Reported: failover/takeover times, client errors,
 # refusals, values per side.
-# Env: PARTITION_SCENARIOS, NETNS_PREFIX / NETNS_NET (scripts/netns.sh), PARTITION_KEEP=DIR (keep
-# the recorded values and every log).
+# Env: PARTITION_SCENARIOS, PARTITION_SKEW_SIDE (primary|standby, above), NETNS_PREFIX /
+# NETNS_NET (scripts/netns.sh), PARTITION_KEEP=DIR (keep the recorded values and every log).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export PG=${PG:-18}
@@ -57,6 +75,10 @@ command -v nft >/dev/null || { ko "nft not found (scripts/deps.sh --ha installs 
 SCEN=${PARTITION_SCENARIOS:-leader-sync lease-isolated lease-answers-lost skew-sync skew-async}
 [ "$SCEN" != all ] || SCEN="leader-sync leader-async split-sync split-async lease-isolated lease-renewals-lost lease-answers-lost skew-sync skew-async skew-async-covered skew-lease clock-jump registry-slots"
 LAYOUT='time=41,worker=10,sequence=1,unit_ms=10,epoch=2026-01-01'
+# the skew scenarios' skewed side (see the header): primary on PostgreSQL 15, standby on 16+
+SKEW_SIDE=${PARTITION_SKEW_SIDE:-}
+[ -n "$SKEW_SIDE" ] || { if [ "$PG" -ge 16 ]; then SKEW_SIDE=standby; else SKEW_SIDE=primary; fi; }
+case $SKEW_SIDE in primary|standby) ;; *) ko "PARTITION_SKEW_SIDE must be primary or standby, not $SKEW_SIDE"; finish ;; esac
 FIGURES=""
 
 part_cleanup() {
@@ -294,14 +316,29 @@ scenario_skew() {   # scenario_skew sync|async|async-covered
                "pg_idgen.registry = 'host=$(netns_ip reg) port=5432 user=postgres dbname=postgres connect_timeout=2'")
         sconf+=("pg_idgen.node_name = 's'")
     fi
+    # Which clock is skewed (SKEW_SIDE): "standby", s's 8 s behind (libfaketime "-8s", p real), or
+    # "primary", p's 8 s ahead ("+8s", s real): the same relative skew. skew-lease stays on the
+    # standby side unless PARTITION_SKEW_SIDE says otherwise: on PostgreSQL 15 p's own lease worker
+    # is not faked (see the header), and its bound of p's ids (its clock + lease validity +
+    # max_drift_ms: real + 8 s) lies at p's faked clock, so p would refuse every id.
+    local side=$SKEW_SIDE; [ "$kind" != lease ] || side=${PARTITION_SKEW_SIDE:-standby}
     pg_init p "${conf[@]}" || return
-    pg_start p || return
+    if [ "$side" = primary ]; then
+        echo "+8s" > "$W/p/faketime"; chmod 644 "$W/p/faketime"
+        pg_start p "$W/p/faketime" || return
+    else
+        pg_start p || return
+    fi
     pq p "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" \
         "SELECT segment_create('pt_ins'), segment_create('pt_sel'), keyed_create('pt', 100)" \
         "CREATE TABLE pt_ids (id bigint PRIMARY KEY DEFAULT snowflake_next(), seg bigint NOT NULL DEFAULT segment_next('pt_ins'), client text, k int, kv bigint, at timestamptz DEFAULT clock_timestamp())" >/dev/null
     pg_standby_init s p "${sconf[@]}" || return
-    echo "-8s" > "$W/s/faketime"; chmod 644 "$W/s/faketime"
-    pg_start s "$W/s/faketime" || return
+    if [ "$side" = standby ]; then
+        echo "-8s" > "$W/s/faketime"; chmod 644 "$W/s/faketime"
+        pg_start s "$W/s/faketime" || return
+    else
+        pg_start s || return
+    fi
     streaming() { [ "$(pq p "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 1 ]; }
     wait_until 30 "s streaming from p" streaming || return
     if [ "$kind" = sync ]; then
@@ -309,11 +346,21 @@ scenario_skew() {   # scenario_skew sync|async|async-covered
         is_sync() { [ "$(pq p "SELECT sync_state FROM pg_stat_replication")" = sync ]; }
         wait_until 30 "s the synchronous standby of p" is_sync || return
     fi
-    log "$name: s's clock: $(pq s "SELECT to_char(clock_timestamp(), 'HH24:MI:SS')"), p's: $(pq p "SELECT to_char(clock_timestamp(), 'HH24:MI:SS')")"
+    log "$name: the $side's clock skewed; s's clock: $(pq s "SELECT to_char(clock_timestamp(), 'HH24:MI:SS')"), p's: $(pq p "SELECT to_char(clock_timestamp(), 'HH24:MI:SS')")"
     new_round "$name"
     load_start p p "$(dsn_of p)" --inserters 2 --selectors 2
     wait_until 30 "values from p" value_after p "$(netns_ip p)" 0 || return
     sleep 3   # p's ids run ahead of its clock (more calls than 200 ids/s)
+    # the skew as s's WAL receiver sees it: the send time of p's walsender's last message less
+    # its arrival by s's WAL receiver's clock (what the end of recovery adds to the floor)
+    local rcv; rcv=$(pq s "SELECT round(extract(epoch FROM last_msg_send_time - last_msg_receipt_time) * 1000) FROM pg_stat_wal_receiver")
+    log "$name: s's WAL receiver sees p's clock ${rcv:-?} ms ahead (pg_stat_wal_receiver)"
+    if [ "$kind" != lease ] || [ "$PG" -ge 16 ]; then
+        # on 15 a standby-side skew does not reach the WAL receiver (0 ms): skew-lease does
+        # not rest on it (the registry's high-water mark covers the skew)
+        check "$name: s's WAL receiver sees p's clock 7.5-8 s ahead before the cut" "${rcv:-0}" -ge 7500
+        check "$name: ... and not more than it is" "${rcv:-0}" -le 8100
+    fi
     t0=$(now); netns_isolate p; event cut "$t0"; event old "$(netns_ip p)"; event new "$(netns_ip s)"
     sleep 2
     pg_stop p immediate
