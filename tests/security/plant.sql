@@ -128,7 +128,8 @@ BEGIN
               CASE WHEN p.proretset OR ret = 'void'::regtype THEN 'RETURN;' ELSE 'RETURN NULL;' END);
           END IF;
           n := n + 1;
-        EXCEPTION WHEN others THEN NULL;    -- a signature PostgreSQL refuses (a reserved name, ...)
+        EXCEPTION WHEN out_of_memory THEN RAISE;   -- a full lock table: never passed over
+                  WHEN others THEN NULL;    -- a signature PostgreSQL refuses (a reserved name, ...)
         END;
       END LOOP;
     END LOOP;
@@ -160,7 +161,9 @@ BEGIN
             EXECUTE pg_catalog.format('CREATE OPERATOR %I.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = %I.%I)', sch, opname, l, r, sch, 'hostile_op_' || n);
           END IF;
           n := n + 1;
-        EXCEPTION WHEN others THEN NULL;
+        -- a shadow PostgreSQL refuses is passed over; a full lock table is not: every shadow after
+        -- it would be passed over too, silently (the operators after '<>' were, on 15)
+        EXCEPTION WHEN out_of_memory THEN RAISE; WHEN others THEN NULL;
         END;
       END LOOP;
     END LOOP;
