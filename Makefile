@@ -190,7 +190,7 @@ test: deps
 # runs there only the scripts that exercise version-specific code) and the packages of all four
 test-all: deps
 	FULL_INTEGRATION_MAJORS=all PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
-	  CITUS_MAJORS="16 17 18" MOVE_FROM_MAJORS="15 16 17" \
+	  CITUS_MAJORS="16 17 18" MOVE_FROM_MAJORS="15 16 17" MULTIMASTER_MAJORS="16 18" \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
 
 # scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors;

@@ -20,7 +20,8 @@
 #        MONITORING_MAJORS="17" the majors where a real postgres_exporter scrapes a cluster
 #          (default: the one major given, else 17);
 #        PARTITION_MAJOR=18 the major of the partition layer (one major: the one given);
-#        MULTIMASTER_MAJORS="16 18" the majors of the multimaster layer (one major given alone: it, if 16+);
+#        MULTIMASTER_MAJORS="18" the majors of the multimaster layer (one major given alone: it, if 16+;
+#          make test-all: "16 18");
 #        CITUS_MAJORS="18" the majors of the citus layer (16+; one major given alone: it, if 16+;
 #          make test-all: "16 17 18");
 #        PARTITION_SCENARIOS its scenarios (default the CI subset of tests/partition/run.sh;
@@ -83,7 +84,7 @@ CLIENT_MAJORS=${CLIENT_MAJORS:-15 18}
 # one major: the exporter test runs on it; several: on 17 unless told
 if [ ${#MAJORS[@]} -eq 1 ]; then MONITORING_MAJORS=${MONITORING_MAJORS:-${MAJORS[0]}}; else MONITORING_MAJORS=${MONITORING_MAJORS:-17}; fi
 if [ ${#MAJORS[@]} -eq 1 ]; then PARTITION_MAJOR=${PARTITION_MAJOR:-${MAJORS[0]}}; else PARTITION_MAJOR=${PARTITION_MAJOR:-18}; fi
-if [ ${#MAJORS[@]} -eq 1 ]; then MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-${MAJORS[0]}}; else MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-16 18}; fi
+if [ ${#MAJORS[@]} -eq 1 ]; then MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-${MAJORS[0]}}; else MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-18}; fi
 if [ ${#MAJORS[@]} -eq 1 ]; then CITUS_MAJORS=${CITUS_MAJORS:-${MAJORS[0]}}; else CITUS_MAJORS=${CITUS_MAJORS:-18}; fi
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 UPGRADE_FROM=${UPGRADE_FROM:-15}
