@@ -129,9 +129,10 @@ fn new_counting_slot(hot: &mut Hot, slot: &shmem::Slot) {
 /// The backend's `Hot`.
 #[inline(always)]
 fn hot() -> &'static mut Hot {
+    let hot = &raw mut HOT;
     // SAFETY: the backend is single-threaded, and the reference does not outlive one call of
     // `next_id`, which does not re-enter itself (nothing it calls generates an id).
-    unsafe { &mut *(&raw mut HOT) }
+    unsafe { &mut *hot }
 }
 
 /// `RecoveryInProgress` without pgrx's FFI guard (a sigsetjmp per call): it reads two flags and
