@@ -255,6 +255,11 @@ fn fast_next() -> Option<i64> {
     if !gucs::lease_mode_is_off() {
         return None;
     }
+    // the worker id of the setting only: with worker_id_source = citus the full path takes the
+    // node's Citus group and refuses a session's SET of pg_idgen.worker_id
+    if !matches!(gucs::worker_id_source(), gucs::WorkerIdSource::Default) {
+        return None;
+    }
     let worker = gucs::worker_id_setting()? as i64;
     let slot = shmem::cached_slot(worker)?;
     if !std::ptr::eq(slot, hot.pending_slot) {
