@@ -269,7 +269,7 @@ UPGRADE_TO   ?= 18
 test-move:
 	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_FROM)
 	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_TO)
-	tests/integration/migrate/002_logical_move.sh $(UPGRADE_FROM) $(UPGRADE_TO)
+	bash tests/integration/migrate/002_logical_move.sh $(UPGRADE_FROM) $(UPGRADE_TO)
 
 test-upgrade:
 	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_FROM)

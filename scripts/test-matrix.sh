@@ -357,7 +357,7 @@ fi
 if has_layer move && [[ " ${MAJORS[*]} " == *" $UPGRADE_TO "* ]]; then
     for old in $MOVE_FROM_MAJORS; do
         [[ " ${MAJORS[*]} " == *" $old "* ]] && [ "$old" -lt "$UPGRADE_TO" ] || continue
-        run_layer "$old-$UPGRADE_TO" move env PG= PG_CONFIG= tests/integration/migrate/002_logical_move.sh "$old" "$UPGRADE_TO"
+        run_layer "$old-$UPGRADE_TO" move env PG= PG_CONFIG= bash tests/integration/migrate/002_logical_move.sh "$old" "$UPGRADE_TO"
         n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$LAST_LOG" | grep -Eo '[0-9]+' | head -1)
         SUMMARY[move]="${SUMMARY[move]:+${SUMMARY[move]}  }logical move $old -> $UPGRADE_TO: ${n:-?} checks $(status $LAST_RC) ($(fmt $LAST_SECS))"
     done
