@@ -324,8 +324,12 @@ pub fn next_id() -> i64 {
     }
     // The configured worker id, or with leases the leased one while its lease is valid.
     let leased = gucs::lease_mode() != gucs::LeaseMode::Off;
+    // With worker_id_source = citus the worker id is the node's Citus group (`worker::configured`
+    // takes it, and refuses a pg_idgen.worker_id set beside it).
+    let citus = !matches!(gucs::worker_id_source(), gucs::WorkerIdSource::Default);
     let worker = match gucs::worker_id_setting() {
-        Some(w) if !leased => w as i64,
+        Some(w) if !leased && !citus => w as i64,
+        _ if citus => crate::lease::generation_worker(crate::worker::configured()),
         setting => {
             crate::lease::generation_worker(setting.map(|w| w as i64).or_else(crate::worker::configured))
         }
