@@ -126,14 +126,7 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
         },
         // an ERROR of PostgreSQL's (a cancel, among others a cancelled wait for synchronous
         // standbys): the statement ends; the entry must not stay "refilling"
-        || {
-            finish_refill(idx, gen, |e| {
-                e.refilling = false;
-                if !sync {
-                    e.ahead_failed = true;
-                }
-            })
-        },
+        || refill_failed(idx, gen, sync),
     );
     let (slot, seg) = match reserved {
         Ok((_, _, true, lifted)) => {
@@ -151,12 +144,7 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
             (slot, seg)
         }
         Err(refusal) => {
-            finish_refill(idx, gen, |e| {
-                e.refilling = false;
-                if !sync {
-                    e.ahead_failed = true;
-                }
-            });
+            refill_failed(idx, gen, sync);
             if sync {
                 refusal.raise();
             }
@@ -202,6 +190,17 @@ pub(super) fn refill(idx: usize, gen: u64, sync: bool) {
     if overflow && sync {
         overflow_oid(seqoid);
     }
+}
+
+/// Ends a refill that reserved nothing: a refill ahead that failed stops the entry refilling
+/// ahead until a synchronous refill (which retries and reports).
+fn refill_failed(idx: usize, gen: u64, sync: bool) {
+    finish_refill(idx, gen, |e| {
+        e.refilling = false;
+        if !sync {
+            e.ahead_failed = true;
+        }
+    });
 }
 
 /// Ends a refill entry `idx` (generation `gen`) was marked for that will not run (its caller
