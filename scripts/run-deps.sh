@@ -7,11 +7,11 @@
 #
 # On a fresh machine the apt packages (PostgreSQL, its headers, libclang) take 30-60 s and compiling
 # the dependencies about a minute; one waits on the network and dpkg, the other on the CPU. So while
-# scripts/deps.sh installs, `cargo build --profile run` compiles everything that does not need a
+# scripts/deps.sh installs, `cargo build --profile demo` compiles everything that does not need a
 # PostgreSQL: syn, tokio, rustls, bindgen, pgrx's macros, pg_idgen_core. It is given an empty
 # PGRX_HOME, so the one unit that reads the server (pgrx-pg-sys's build script, bindgen over the
 # server's headers) fails at once instead of reading a server that apt is still unpacking; that
-# failure is expected and only logged. Afterwards `cargo pgrx package --profile run` (the Makefile's
+# failure is expected and only logged. Afterwards `cargo pgrx package --profile demo` (the Makefile's
 # install-run) compiles only pgrx-pg-sys, pgrx and pg_idgen: the same profile, features and
 # flags, so cargo reuses the rest.
 #
@@ -48,7 +48,7 @@ LOG=target/run-deps-ahead.log
 EMPTY=$(mktemp -d)
 trap 'rm -rf "$EMPTY"' EXIT
 log "compiling the Rust dependencies while scripts/deps.sh installs (log: $LOG)"
-PGRX_HOME=$EMPTY cargo build --lib --profile run --no-default-features --features "pg$MAJOR" --keep-going \
+PGRX_HOME=$EMPTY cargo build --lib --profile demo --no-default-features --features "pg$MAJOR" --keep-going \
     >"$LOG" 2>&1 &
 ahead_pid=$!
 deps_rc=0
