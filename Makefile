@@ -13,7 +13,8 @@
 #   make test, test-all    run make deps first (the full set: every major, the test tools)
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
 #   make test              the matrix: core unit tests once; on 15 and 18 every layer (#[pg_test],
-#                          pg_regress, every integration script, client libraries, updates from
+#                          pg_regress, the integration scripts (the cross-version ones on each, the
+#                          others shared out between the two), client libraries, updates from
 #                          every release, the package); on 16 and 17 #[pg_test], pg_regress, the
 #                          cross-version integration scripts and the updates; then pg_upgrade
 #                          15 -> 18; a summary line per major and the time of every layer at the end
@@ -200,8 +201,9 @@ stop:
 test: deps
 	scripts/test-matrix.sh $(TEST_MAJORS)
 
-# everything on every major, for a release: every integration script on 16 and 17 too (make test
-# runs there only the scripts that exercise version-specific code) and the packages of all four
+# everything on every major, for a release: every integration script on every major (make test
+# runs on 16 and 17 only the scripts that exercise version-specific code, and shares the others
+# out between 15 and 18) and the packages of all four
 test-all: deps
 	FULL_INTEGRATION_MAJORS=all PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
 	  CITUS_MAJORS="16 17 18" MOVE_FROM_MAJORS="15 16 17" MULTIMASTER_MAJORS="16 18" \

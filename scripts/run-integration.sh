@@ -14,11 +14,18 @@
 #                         (the scripts' own ports lie in 28941-29140).
 #                         A script whose header has the line `# integration: alone` runs with no
 #                         other script beside it (it measures something a neighbour would disturb).
+#   INTEGRATION_LIST=1    print the scripts that would run, one per line, and run none.
 #   INTEGRATION_SCOPE=all (default) every script; =cross-version only the scripts whose header
 #                         has `# integration: cross-version` — the ones that exercise the code that
 #                         differs between PostgreSQL majors (WAL and its redo, crash recovery,
 #                         standbys and promotion, pg_dump, shared memory at start, the background
 #                         worker). `make test` uses it on 16 and 17; `make test-all` never does.
+#                         =share with INTEGRATION_SHARE="15 18" (PG one of them): the majors of the
+#                         list run every script between them: each runs the cross-version ones,
+#                         and the others are dealt out in turn (sorted by path), except that a
+#                         header line `# integration: major NN` gives a script to NN when NN is in
+#                         the list (a script with a part only that major runs). `make test` shares
+#                         15 and 18 so; `make test-all` runs every script on every major.
 #
 # Output: a script's output is printed whole when it ends (never interleaved), followed by
 # `--- SCRIPT: ok (N s)` or `--- SCRIPT: FAILED (N s)`; at the end one line per script with its
@@ -32,7 +39,11 @@ JOBS=${INTEGRATION_JOBS:-2}
 SCOPE=${INTEGRATION_SCOPE:-all}
 BASE_OFFSET=${IT_PORT_OFFSET:-0}
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "INTEGRATION_JOBS must be a positive integer" >&2; exit 2; }
-case $SCOPE in all|cross-version) ;; *) echo "INTEGRATION_SCOPE must be all or cross-version" >&2; exit 2 ;; esac
+case $SCOPE in all|cross-version|share) ;; *) echo "INTEGRATION_SCOPE must be all, cross-version or share" >&2; exit 2 ;; esac
+if [ "$SCOPE" = share ]; then
+    read -ra SHARE <<<"${INTEGRATION_SHARE:-}"
+    [[ " ${SHARE[*]} " == *" ${PG:-} "* ]] || { echo "INTEGRATION_SCOPE=share: PG (${PG:-unset}) must be one of INTEGRATION_SHARE (${SHARE[*]})" >&2; exit 2; }
+fi
 
 running() { "$CL" list | awk '$2 == "running" { print $1 }'; }
 before=$(running)
@@ -58,12 +69,27 @@ if [ $# -gt 0 ]; then all=("$@"); else
     shopt -s nullglob
     all=(tests/integration/*/*.sh)
 fi
-scripts=()
+# pinned_major SCRIPT: NN of its header line `# integration: major NN`, if any. With scope share,
+# the scripts that are not cross-version go to their pinned major when it shares, the others in turn
+pinned_major() { sed -n 's/^# integration: major \([0-9][0-9]*\)$/\1/p' "$1" | head -1; }
+scripts=() turn=0
 for t in "${all[@]}"; do
-    if [ "$SCOPE" = all ] || header_has "$t" cross-version; then scripts+=("$t"); fi
+    if [ "$SCOPE" = all ] || header_has "$t" cross-version; then scripts+=("$t"); continue; fi
+    [ "$SCOPE" = share ] || continue
+    pin=$(pinned_major "$t")
+    if [ -n "$pin" ] && [[ " ${SHARE[*]} " == *" $pin "* ]]; then
+        [ "$pin" = "$PG" ] && scripts+=("$t")
+    else
+        [ "${SHARE[$((turn % ${#SHARE[@]}))]}" = "$PG" ] && scripts+=("$t")
+        turn=$((turn + 1))
+    fi
 done
 [ ${#scripts[@]} -gt 0 ] || { echo "integration: no scripts to run"; exit 0; }
-[ "$SCOPE" = all ] || echo "integration: scope cross-version: ${#scripts[@]} of ${#all[@]} scripts (INTEGRATION_SCOPE=all runs every one)"
+case $SCOPE in
+    cross-version) echo "integration: scope cross-version: ${#scripts[@]} of ${#all[@]} scripts (INTEGRATION_SCOPE=all runs every one)" ;;
+    share) echo "integration: scope share with ${SHARE[*]}: ${#scripts[@]} of ${#all[@]} scripts on $PG (the cross-version ones and this major's share of the others; INTEGRATION_SCOPE=all runs every one)" ;;
+esac
+if [ "${INTEGRATION_LIST:-0}" = 1 ]; then printf '%s\n' "${scripts[@]}"; exit 0; fi
 
 declare -A LANE_PID=() LANE_SCRIPT=() LANE_START=()
 failed=() times=()

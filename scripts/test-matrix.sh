@@ -14,9 +14,11 @@
 #          libraries' handling of bigint, the same on every major;
 #        RELEASE_PACKAGE_MAJORS="15" those of them packaged from the release build (lto = "fat",
 #          the one release build of make test); the others package the test build;
-#        FULL_INTEGRATION_MAJORS="15 18" the majors that run every integration script; the others
-#          run the cross-version ones (scripts/run-integration.sh, INTEGRATION_SCOPE); "all" runs
-#          every script everywhere (make test-all);
+#        INTEGRATION_SHARE_MAJORS="15 18" the majors that run every integration script between
+#          them: each the cross-version ones, the others dealt out in turn (scripts/run-integration.sh,
+#          INTEGRATION_SCOPE=share); the other majors run the cross-version ones;
+#        FULL_INTEGRATION_MAJORS="" the majors that run every integration script; "all" runs every
+#          script everywhere (make test-all); one major given alone always runs every one;
 #        MONITORING_MAJORS="17" the majors where a real postgres_exporter scrapes a cluster
 #          (default: the one major given, else 17);
 #        PARTITION_MAJOR=18 the major of the partition layer (one major: the one given);
@@ -78,7 +80,13 @@ export PATH="$HOME/.cargo/bin:$PATH"
 MAJORS=("$@")
 LAYERS=${MATRIX_LAYERS:-docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
-FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-15 18}
+FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-}
+INTEGRATION_SHARE_MAJORS=${INTEGRATION_SHARE_MAJORS:-15 18}
+# the share needs every major of it in this run; otherwise those given run every script
+for v in $INTEGRATION_SHARE_MAJORS; do
+    [[ " ${MAJORS[*]} " == *" $v "* ]] || { FULL_INTEGRATION_MAJORS+=" $INTEGRATION_SHARE_MAJORS"; INTEGRATION_SHARE_MAJORS=; break; }
+done
+[ ${#MAJORS[@]} -gt 1 ] || FULL_INTEGRATION_MAJORS=all
 RELEASE_PACKAGE_MAJORS=${RELEASE_PACKAGE_MAJORS:-15}
 CLIENT_MAJORS=${CLIENT_MAJORS:-15 18}
 # one major: the exporter test runs on it; several: on 17 unless told
@@ -300,8 +308,9 @@ for m in "${MAJORS[@]}"; do
             fi
             if has_layer integration; then
                 scope=cross-version
+                [[ " $INTEGRATION_SHARE_MAJORS " == *" $m "* ]] && scope=share
                 [[ " $FULL_INTEGRATION_MAJORS " == *" $m "* || $FULL_INTEGRATION_MAJORS == all ]] && scope=all
-                run_layer "$m" integration env PG="$m" PG_CONFIG= INTEGRATION_SCOPE=$scope scripts/run-integration.sh
+                run_layer "$m" integration env PG="$m" PG_CONFIG= INTEGRATION_SCOPE=$scope INTEGRATION_SHARE="$INTEGRATION_SHARE_MAJORS" scripts/run-integration.sh
                 line+="integration$([ $scope = all ] || echo " ($scope)") $(integration_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
             if has_layer clients && { [ ${#MAJORS[@]} = 1 ] || [[ " $CLIENT_MAJORS " == *" $m "* || $CLIENT_MAJORS == all ]]; }; then
