@@ -30,6 +30,10 @@
 #   scripts/ha.sh failover [--name PREFIX]      # the leader fails hard: kill -9 its Patroni and its
 #                                               # postmaster, wait for another leader; prints
 #                                               # "OLD NEW SECONDS". The old node stays down.
+#   scripts/ha.sh expire-leader [--name PREFIX] # after a leader's Patroni died: delete its leader
+#                                               # key in etcd now, as the key's TTL would (up to
+#                                               # ttl seconds later); refused while the Patroni
+#                                               # named in the key runs. Prints the node named.
 #   scripts/ha.sh switchover [--name PREFIX] [NODE]   # patronictl switchover (to NODE, else to any
 #                                               # healthy standby); prints "OLD NEW SECONDS"
 #   scripts/ha.sh rejoin [--name PREFIX] NODE   # start NODE's Patroni again (it rewinds with
@@ -305,6 +309,24 @@ cmd_failover() {
     echo "$old $new $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
 }
 
+# the leader key of the group in etcd (Patroni's etcd3 layout: NAMESPACE SCOPE /leader), through
+# etcd's JSON gateway (keys and values base64)
+leader_key_b64() { printf '/pg_idgen/%s/leader' "$PREFIX" | base64 -w0; }
+cmd_expire_leader() {
+    load
+    local url="http://127.0.0.1:$BASE_PORT/v3/kv" key holder
+    key=$(leader_key_b64)
+    holder=$(curl -sf --max-time 5 -X POST "$url/range" -d "{\"key\": \"$key\"}" \
+        | jq -r '.kvs[0].value // empty' | base64 -d) || die "etcd on port $BASE_PORT did not answer"
+    [ -n "$holder" ] || die "no leader key in etcd"
+    node_index "$holder" >/dev/null
+    ! alive "$(patroni_pid "$holder")" || die "$holder's Patroni runs: its key does not expire"
+    curl -sf --max-time 5 -X POST "$url/deleterange" -d "{\"key\": \"$key\"}" >/dev/null \
+        || die "etcd on port $BASE_PORT did not delete the leader key"
+    note "expire-leader: the leader key of $holder deleted (its Patroni is dead)"
+    echo "$holder"
+}
+
 cmd_switchover() {
     load
     local old; old=$(leader); [ -n "$old" ] || die "no leader"
@@ -343,6 +365,7 @@ case $cmd in
     status)     cmd_status ;;
     failover)   cmd_failover ;;
     switchover) cmd_switchover "$@" ;;
+    expire-leader) cmd_expire_leader ;;
     rejoin)     [ $# -eq 1 ] || usage; cmd_rejoin "$1" ;;
     leader)     load; leader ;;
     members)    load; members ;;

@@ -19,7 +19,10 @@
 #                kill, the rejoin, a switchover
 # The layout has 1 sequence bit per 10 ms (200 ids/s) and pg_idgen.max_drift_ms = 30000: the
 # clients ask for more, so the leader's ids run up to 30 s ahead of its clock — further than a
-# Patroni failover takes (ttl 20 s), the burst a new user sees at once with a small layout.
+# Patroni failover takes, the burst a new user sees at once with a small layout. After a kill the
+# dead leader's key is deleted in etcd at once (scripts/ha.sh expire-leader), as its TTL (20 s,
+# Patroni's minimum) would later: the standbys elect within a second or two, so the new leader
+# starts with its clock the furthest behind the old leader's ids.
 # Asserted: in every phase no snowflake id handed out twice and no duplicate key (23505), and the
 # ids of each new leader above every id of the leaders before it; in the sync phase also no segment
 # value handed out twice and every acknowledged insert on the final leader; every rejoin streams.
@@ -145,6 +148,10 @@ lagging_kill() {   # lagging_kill GROUP
     t0=$(now)
     kill -KILL "$("$HA" patroni-pid --name "$g" "$old")" "$("$HA" pid --name "$g" "$old")" 2>/dev/null || true
     kill -KILL "${pids[@]}" 2>/dev/null || true
+    # the leader key goes now rather than at the end of its TTL (Patroni's minimum, 20 s): the
+    # standbys elect at once, the new leader's clock further behind the old one's ids
+    expired() { "$HA" expire-leader --name "$g" >/dev/null 2>&1; }
+    wait_until 15 "the leader key of $old deleted in etcd" expired || true
     after_fault "$g" kill "$old" "$t0"
 }
 switchover() {   # switchover GROUP

@@ -12,59 +12,16 @@
 -- Calls are schema-qualified and casts name pg_catalog's types, so the caller's search_path
 -- (which may put a hostile schema first) decides nothing but what the extension decides itself.
 -- Functions whose names say they drop or release come last.
+\ir arg_samples.sql
 SET search_path = pg_catalog, pg_temp;
 WITH fns AS (
-    SELECT p.oid, p.proname, p.pronargs, p.pronargdefaults, p.prokind,
-           pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(p.proname) AS qname,
-           p.proargtypes::pg_catalog.oid[] AS argtypes, p.proargnames AS argnames
-    FROM pg_catalog.pg_proc p
-    JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-    JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-         AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
-    JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'pg_idgen'
-    WHERE p.prorettype OPERATOR(pg_catalog.<>) ALL (ARRAY['pg_catalog.trigger', 'pg_catalog.event_trigger', 'pg_catalog.internal']::pg_catalog.regtype[])
-      AND p.prokind OPERATOR(pg_catalog.=) ANY (ARRAY['f', 'p']::"char"[])
+    SELECT c.* FROM pg_temp.pg_idgen_callables c
 ), args AS (          -- one row per argument: position, qualified type name, its element type
-    SELECT f.oid, a.pos, a.t, f.argnames[a.pos::pg_catalog.int4] AS argname,
-           CASE WHEN ty.typelem OPERATOR(pg_catalog.<>) 0 AND ty.typlen OPERATOR(pg_catalog.=) -1
-                THEN pg_catalog.format('%I.%I[]', en.nspname, et.typname)
-                ELSE pg_catalog.format('%I.%I', tn.nspname, ty.typname) END AS tname,
-           CASE WHEN ty.typelem OPERATOR(pg_catalog.<>) 0 AND ty.typlen OPERATOR(pg_catalog.=) -1 THEN et.typname END AS elem,
-           ty.typname AS base
-    FROM fns f, pg_catalog.unnest(f.argtypes) WITH ORDINALITY a(t, pos)
-    JOIN pg_catalog.pg_type ty ON ty.oid OPERATOR(pg_catalog.=) a.t
-    JOIN pg_catalog.pg_namespace tn ON tn.oid OPERATOR(pg_catalog.=) ty.typnamespace
-    LEFT JOIN pg_catalog.pg_type et ON et.oid OPERATOR(pg_catalog.=) ty.typelem
-    LEFT JOIN pg_catalog.pg_namespace en ON en.oid OPERATOR(pg_catalog.=) et.typnamespace
+    SELECT s.* FROM pg_temp.pg_idgen_arg_samples s JOIN fns f ON f.oid OPERATOR(pg_catalog.=) s.oid
 ), sample AS (        -- an ordinary value of each argument, as an expression
     SELECT a.oid, a.pos, a.tname,
-           CASE -- by the argument's name where the type alone gives a value every call refuses
-                WHEN a.argname OPERATOR(pg_catalog.=) 'radix' THEN '''10'''
-                WHEN a.argname OPERATOR(pg_catalog.=) 'numerals' THEN '''{1,2,3,4,5,6}'''
-                WHEN a.argname OPERATOR(pg_catalog.=) 'format' THEN '''crockford'''
-                WHEN a.argname OPERATOR(pg_catalog.=) 'key' AND a.base OPERATOR(pg_catalog.=) 'bytea' THEN 'pg_catalog.decode(pg_catalog.repeat(''2b'', 32), ''hex'')'
-                WHEN a.argname OPERATOR(pg_catalog.=) 'tbl' THEN '''public.hostile_tbl'''
-                WHEN a.argname OPERATOR(pg_catalog.=) 'col' THEN '''id'''
-                WHEN a.argname OPERATOR(pg_catalog.=) 'generator' THEN '''snowflake'''
-                WHEN a.argname OPERATOR(pg_catalog.=) 'dry_run' THEN '''false'''
-                WHEN a.argname OPERATOR(pg_catalog.=) 'stmt' THEN '''SELECT 1'''
-                WHEN a.argname OPERATOR(pg_catalog.=) 'code' THEN '''16JD'''
-                WHEN a.argname OPERATOR(pg_catalog.=) 'worker_id' THEN '''3'''
-                WHEN a.argname OPERATOR(pg_catalog.=) 'epoch' THEN '''2020-01-01 00:00:00+00'''
-                WHEN a.base OPERATOR(pg_catalog.=) 'timestamptz' THEN 'pg_catalog.now()'
-                WHEN a.argname OPERATOR(pg_catalog.=) ANY (ARRAY['time_bits', 'worker_bits', 'sequence_bits']::pg_catalog.text[]) THEN '''20'''
-                WHEN a.elem IS NOT NULL THEN
-                     CASE WHEN a.elem OPERATOR(pg_catalog.~) '^(int|float|numeric|oid)' THEN '''{1}''' ELSE '''{hostile}''' END
-                WHEN a.base OPERATOR(pg_catalog.=) ANY (ARRAY['text', 'varchar', 'name', 'bpchar']::pg_catalog.name[]) THEN '''hostile'''
-                WHEN a.base OPERATOR(pg_catalog.~) '^(int|float|numeric|oid)' THEN '''1'''
-                WHEN a.base OPERATOR(pg_catalog.=) 'bool' THEN '''true'''
-                WHEN a.base OPERATOR(pg_catalog.=) 'bytea' THEN '''\x00'''
-                WHEN a.base OPERATOR(pg_catalog.~) '^(timestamp|date)' THEN '''2024-01-01 00:00:00+00'''
-                WHEN a.base OPERATOR(pg_catalog.=) 'interval' THEN '''1 s'''
-                WHEN a.base OPERATOR(pg_catalog.=) 'regclass' THEN '''pg_catalog.pg_class'''
-                WHEN a.base OPERATOR(pg_catalog.=) ANY (ARRAY['jsonb', 'json']::pg_catalog.name[]) THEN '''{}'''
-                WHEN a.base OPERATOR(pg_catalog.=) 'uuid' THEN '''00000000-0000-0000-0000-000000000001'''
-                ELSE 'NULL' END OPERATOR(pg_catalog.||) '::' OPERATOR(pg_catalog.||) a.tname AS v
+           CASE WHEN a.argname OPERATOR(pg_catalog.=) 'worker_id' THEN '''3''' ELSE a.sample END
+           OPERATOR(pg_catalog.||) '::' OPERATOR(pg_catalog.||) a.tname AS v
     FROM args a
 ), extreme AS (       -- the extremes of each argument's type, and wrong types
     SELECT a.oid, a.pos, x.v
