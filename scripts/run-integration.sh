@@ -24,7 +24,8 @@
 #                         list run every script between them: each runs the cross-version ones,
 #                         and the others are dealt out in turn (sorted by path), except that a
 #                         header line `# integration: major NN` gives a script to NN when NN is in
-#                         the list (a script with a part only that major runs). `make test` shares
+#                         the list (a script with a part only that major runs, or placed to even out the
+#                         majors' times). `make test` shares
 #                         15 and 18 so; `make test-all` runs every script on every major.
 #
 # Output: a script's output is printed whole when it ends (never interleaved), followed by
