@@ -39,7 +39,8 @@
 #   faketime         the libfaketime offset file, when faketime is enabled
 # The server log proper is data/log/postgresql.log (see pgrx-config/postgresql.conf).
 # data/postgresql.conf gets, once, `include '<repo>/pgrx-config/postgresql.conf'`
-# followed by `include 'cluster.conf'`, which each start rewrites with the port
+# (when the postgres user cannot read the repo: `include '.run/NAME/pgrx-postgresql.conf'`, a
+# copy of it that each start refreshes) followed by `include 'cluster.conf'`, which each start rewrites with the port
 # and the socket directory. Extra arguments to start are handed to postgres
 # unchanged (pg_ctl -o), so `-c name=value` overrides any file setting.
 # PostgreSQL refuses to run as root, so initdb/pg_ctl run as the `postgres`
@@ -85,7 +86,7 @@ note() { printf '[cluster] %s\n' "$*" >&2; }
 usage() { sed -n '2,/^# Examples/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # run a command as the postgres OS user
-as_pg() {
+as_pg_here() {
     if [ "$(id -un)" = "$PG_USER" ]; then
         "$@"
     elif [ "$(id -u)" -eq 0 ]; then
@@ -93,6 +94,16 @@ as_pg() {
     else
         sudo -n -u "$PG_USER" -- "$@"
     fi
+}
+# ... from / when the postgres user cannot enter the current directory (a checkout under /root):
+# there pg_ctl and the server would warn 'could not change directory to "<cwd>"', and a relative
+# path could not be read by that user anyway
+AS_PG_CWD=
+as_pg() {
+    if [ -z "$AS_PG_CWD" ]; then
+        AS_PG_CWD=.; as_pg_here test -x "$PWD" 2>/dev/null || AS_PG_CWD=/
+    fi
+    if [ "$AS_PG_CWD" = / ]; then (cd / && as_pg_here "$@"); else as_pg_here "$@"; fi
 }
 
 # as root: chown; otherwise sudo
@@ -164,6 +175,17 @@ ensure_dirs() {
     done
 }
 
+# The shared settings file a cluster includes: the repo's own, or, when the postgres user cannot
+# read it (a checkout in a home directory of mode 700: /root, or a home made by Debian 12's
+# adduser), a copy in the cluster's directory that each start refreshes
+cluster_shared_conf() {
+    if as_pg test -r "$SHARED_CONF" 2>/dev/null; then echo "$SHARED_CONF"; else echo "$CDIR/pgrx-postgresql.conf"; fi
+}
+refresh_shared_conf() {
+    local conf; conf=$(cluster_shared_conf)
+    [ "$conf" = "$SHARED_CONF" ] || as_pg sh -c "cat > '$conf'" < "$SHARED_CONF"
+}
+
 do_initdb() {
     [ -f "$SHARED_CONF" ] || die "missing $SHARED_CONF"
     note "initdb $PGDATA_DIR"
@@ -176,9 +198,10 @@ do_initdb() {
     as_pg sh -c "cat >> '$PGDATA_DIR/postgresql.conf'" <<EOF
 
 # ---- added by scripts/cluster.sh ----
-include '$SHARED_CONF'
+include '$(cluster_shared_conf)'
 include_if_exists 'cluster.conf'
 EOF
+    refresh_shared_conf
 }
 
 cmd_start() {
@@ -194,6 +217,7 @@ cmd_start() {
         as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null
     fi
     [ -f "$PGDATA_DIR/PG_VERSION" ] || do_initdb
+    refresh_shared_conf
     echo "$port" | as_pg tee "$CDIR/port" >/dev/null
     as_pg sh -c "cat > '$PGDATA_DIR/cluster.conf'" <<EOF
 # written by scripts/cluster.sh at every start
