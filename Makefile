@@ -111,7 +111,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 .PHONY: deps build install install-run install-test run run-demo psql stop test test-matrix test-docs test-core test-pgrx \
         test-all test-regress test-integration test-clients test-ha test-partition test-multimaster test-citus test-move test-upgrade test-extension-update test-package \
         test-monitoring test-monitoring-rules \
-        test-assert bench pgenv package clean clean-servers
+        test-assert bench pgenv package package-tree clean clean-servers
 
 deps:
 	scripts/deps.sh
@@ -140,6 +140,9 @@ $(PKG_DIR)/$(PKG_ID)-dev.stamp: $(PKG_SOURCES)
 # first of RELEASE_PACKAGE_MAJORS: the packaging is the same, only the compiler's profile differs)
 PACKAGES_DIR ?= target/packages
 PACKAGE_PROFILE ?= release
+# the package tree alone (scripts/test-matrix.sh builds the release one ahead, in the background)
+package-tree: $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE).stamp
+
 package: $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE).stamp
 	scripts/package.sh $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE) $(PACKAGES_DIR)
 

@@ -33,7 +33,9 @@
 #        UPDATE_ALL_MAJORS="15 18" the majors whose extupdate layer updates from every release
 #          (0.1.0-0.5.0); the others update from the newest (0.5.0) only ("all": every major, as
 #          make test-all; one major given alone: it);
-#        PG_IDGEN_DEPS_SECS=N the time `make deps` took (.ci/run sets it), shown with the layers.
+#        PG_IDGEN_DEPS_SECS=N the time `make deps` took (.ci/run sets it), shown with the layers;
+#        MATRIX_RELEASE_BUILD_AHEAD=0 builds a release package in its layer, not in the background
+#          during the layers before it (release_build_start below).
 #
 # Layers (each a make target, so it can be run alone):
 #   docs         relative links and #anchors of README.md, docs/; no import cycle in src/ but
@@ -239,7 +241,32 @@ times_table() {
     echo "$line"
 }
 
+# The release build of a release package, in the background at the lowest CPU priority (nice 19)
+# while the layers that mostly wait for servers run (regress, integration, clients, ha, extupdate):
+# it takes the CPU they leave idle, and the package layer then finds the package tree built. It
+# starts after the install layer (the last cargo build of the major's test layers) and the package
+# layer waits for it, before the next major's pgrx layer builds again. Its log:
+# <rundir>/test-logs/pgNN-release-build.log; a failure shows again in the package layer, which
+# builds what is missing.
+RELEASE_BUILD_PID=
+release_build_start() {
+    local m=$1
+    has_layer package && [[ " $PACKAGE_MAJORS " == *" $m "* ]] && [[ " $RELEASE_PACKAGE_MAJORS " == *" $m "* ]] || return 0
+    [ "${MATRIX_RELEASE_BUILD_AHEAD:-1}" = 1 ] || return 0
+    echo "=== PostgreSQL $m: the release build of the package, in the background at nice 19 -> $LOGS/pg$m-release-build.log"
+    nice -n 19 make --no-print-directory package-tree PG="$m" PACKAGE_PROFILE=release >"$LOGS/pg$m-release-build.log" 2>&1 &
+    RELEASE_BUILD_PID=$!
+}
+release_build_wait() {
+    [ -n "$RELEASE_BUILD_PID" ] || return 0
+    local t=$SECONDS rc=0
+    wait "$RELEASE_BUILD_PID" || rc=$?
+    echo "--- the background release build: exit $rc, waited $(fmt $((SECONDS - t))) for it"
+    RELEASE_BUILD_PID=
+}
+
 summary() {
+    release_build_wait   # a run that stopped before its package layer
     echo
     echo "==================== make test: summary ($(fmt $((SECONDS - T0))) in all) ===================="
     local m
@@ -307,6 +334,7 @@ for m in "${MAJORS[@]}"; do
         # after the pgrx layer, which installs its own test build into the same PostgreSQL
         run_layer "$m" install make --no-print-directory install-test PG="$m"
         build=$LAST_SECS
+        [ $LAST_RC -ne 0 ] || release_build_start "$m"
         if [ $LAST_RC -ne 0 ]; then
             line+="install FAILED  "
         else
@@ -362,6 +390,7 @@ for m in "${MAJORS[@]}"; do
     if has_layer package && [[ " $PACKAGE_MAJORS " == *" $m "* ]]; then
         profile=dev
         [[ " $RELEASE_PACKAGE_MAJORS " == *" $m "* ]] && profile=release
+        release_build_wait
         run_layer "$m" package make --no-print-directory test-package PG="$m" PACKAGE_PROFILE=$profile
         line+="package $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS), $profile build)  "
     fi
