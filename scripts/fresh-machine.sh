@@ -65,7 +65,7 @@ SRC
     hostname > "$B/etc/hostname"
     grep -q "$(hostname)" "$B/etc/hosts" || printf '127.0.1.1\t%s\n' "$(hostname)" >> "$B/etc/hosts"
     cp /usr/local/share/ca-certificates/*.crt "$B/usr/local/share/ca-certificates/" 2>/dev/null || true
-    mount -t proc proc "$B/proc"; mount --bind /dev "$B/dev"; mount --bind /dev/pts "$B/dev/pts"
+    mount -t proc proc "$B/proc"; mount --bind /dev "$B/dev"; mount --make-rslave "$B/dev"; mount --bind /dev/pts "$B/dev/pts"
     trap 'umount "$B/dev/pts" "$B/dev" "$B/proc"' EXIT
     chroot "$B" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
         bash -c 'apt-get update && apt-get install -y build-essential ca-certificates curl git sudo && update-ca-certificates && apt-get clean'
@@ -178,7 +178,9 @@ else
 fi
 mount -t proc proc "$M/proc"
 mount --rbind /sys "$M/sys" && mount --make-rslave "$M/sys"
-mount --bind /dev "$M/dev"
+# slave mounts: what is mounted below them here (the tmpfs on /dev/shm) never reaches the host's
+# /dev, which on a systemd host is a shared mount
+mount --bind /dev "$M/dev" && mount --make-rslave "$M/dev"
 mount --bind /dev/pts "$M/dev/pts"
 mount -t tmpfs -o mode=1777,nosuid,nodev shm "$M/dev/shm"
 cp /etc/resolv.conf "$M/etc/resolv.conf"
@@ -211,6 +213,7 @@ cp "$LOG" "$TSLOG"
 say "cd /root/pg_idgen && time make run $* (log: $LOG)"
 T0=$(date +%s)
 # shellcheck disable=SC2016
+set +e   # a failing make run is a result to record (its status, what it installed), not an abort
 in_chroot /bin/bash -c 'cd /root/pg_idgen && time make run "$@"' make-run "$@" 2>&1 |
     while IFS= read -r line; do
         printf '%s\n' "$line" >> "$LOG"
@@ -218,6 +221,7 @@ in_chroot /bin/bash -c 'cd /root/pg_idgen && time make run "$@"' make-run "$@" 2
         printf '%s\n' "$line"
     done
 RC=${PIPESTATUS[0]}
+set -e
 T1=$(date +%s)
 echo "# make run exit status $RC, wall $((T1 - T0))s, finished $(date -u +%FT%TZ)" | tee -a "$LOG" >> "$TSLOG"
 

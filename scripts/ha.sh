@@ -314,15 +314,21 @@ cmd_failover() {
 leader_key_b64() { printf '/pg_idgen/%s/leader' "$PREFIX" | base64 -w0; }
 cmd_expire_leader() {
     load
-    local url="http://127.0.0.1:$BASE_PORT/v3/kv" key holder
+    local url="http://127.0.0.1:$BASE_PORT/v3/kv" key kv holder rev done
     key=$(leader_key_b64)
-    holder=$(curl -sf --max-time 5 -X POST "$url/range" -d "{\"key\": \"$key\"}" \
-        | jq -r '.kvs[0].value // empty' | base64 -d) || die "etcd on port $BASE_PORT did not answer"
+    kv=$(curl -sf --max-time 5 -X POST "$url/range" -d "{\"key\": \"$key\"}") \
+        || die "etcd on port $BASE_PORT did not answer"
+    holder=$(jq -r '.kvs[0].value // empty' <<<"$kv" | base64 -d)
+    rev=$(jq -r '.kvs[0].mod_revision // empty' <<<"$kv")
     [ -n "$holder" ] || die "no leader key in etcd"
     node_index "$holder" >/dev/null
     ! alive "$(patroni_pid "$holder")" || die "$holder's Patroni runs: its key does not expire"
-    curl -sf --max-time 5 -X POST "$url/deleterange" -d "{\"key\": \"$key\"}" >/dev/null \
-        || die "etcd on port $BASE_PORT did not delete the leader key"
+    # deleted only if it is still the key read above (not one a new leader took meanwhile)
+    done=$(curl -sf --max-time 5 -X POST "$url/txn" -d "{
+        \"compare\": [{\"key\": \"$key\", \"target\": \"MOD\", \"result\": \"EQUAL\", \"mod_revision\": \"$rev\"}],
+        \"success\": [{\"request_delete_range\": {\"key\": \"$key\"}}]}" | jq -r '.succeeded // false') \
+        || die "etcd on port $BASE_PORT did not answer the delete"
+    [ "$done" = true ] || die "the leader key changed since it was read (a new leader holds it)"
     note "expire-leader: the leader key of $holder deleted (its Patroni is dead)"
     echo "$holder"
 }

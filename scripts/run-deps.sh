@@ -37,7 +37,8 @@ if [ -x "$cfg" ] && grep -Eq "^pg$MAJOR[[:space:]]*=[[:space:]]*\"$cfg\"" "$PGRX
 fi
 # no cargo, or cargo-pgrx still to be built (scripts/deps.sh builds it: 7 minutes of both cores):
 # scripts/deps.sh alone
-command -v cargo >/dev/null 2>&1 && [ "$(cargo pgrx --version 2>/dev/null || true)" = "cargo-pgrx 0.18.1" ] || ahead=0
+PGRX_VERSION=$(sed -n 's/^PGRX_VERSION=//p' scripts/deps.sh)
+command -v cargo >/dev/null 2>&1 && [ "$(cargo pgrx --version 2>/dev/null || true)" = "cargo-pgrx $PGRX_VERSION" ] || ahead=0
 
 if [ $ahead = 0 ]; then
     exec scripts/deps.sh --run "$MAJOR"
@@ -46,20 +47,28 @@ fi
 mkdir -p target
 LOG=target/run-deps-ahead.log
 EMPTY=$(mktemp -d)
-trap 'rm -rf "$EMPTY"' EXIT
+ahead_pid=
+# the compile runs in a session of its own (setsid): stopping it (an interrupt, a failure of
+# scripts/deps.sh) stops cargo and every rustc it started, not cargo alone
+stop_ahead() {
+    if [ -n "$ahead_pid" ] && kill -0 "$ahead_pid" 2>/dev/null; then
+        kill -TERM -- "-$ahead_pid" 2>/dev/null || true
+        wait "$ahead_pid" 2>/dev/null || true
+    fi
+    rm -rf "$EMPTY"
+}
+trap stop_ahead EXIT
+trap 'exit 130' INT TERM
 log "compiling the Rust dependencies while scripts/deps.sh installs (log: $LOG)"
-PGRX_HOME=$EMPTY cargo build --lib --profile demo --no-default-features --features "pg$MAJOR" --keep-going \
-    >"$LOG" 2>&1 &
+# PGRX_PG_CONFIG_PATH / _AS_ENV would name a server to pgrx-pg-sys's build script: not yet
+env -u PGRX_PG_CONFIG_PATH -u PGRX_PG_CONFIG_AS_ENV PGRX_HOME="$EMPTY" \
+    setsid cargo build --lib --profile demo --no-default-features --features "pg$MAJOR" --keep-going \
+    >"$LOG" 2>&1 </dev/null &
 ahead_pid=$!
-deps_rc=0
-scripts/deps.sh --run "$MAJOR" || deps_rc=$?
-if [ $deps_rc -ne 0 ]; then
-    kill "$ahead_pid" 2>/dev/null || true
-    wait "$ahead_pid" 2>/dev/null || true
-    exit $deps_rc
-fi
+scripts/deps.sh --run "$MAJOR"    # on failure: exit, and stop_ahead stops the compile
 t=$SECONDS
 # its exit status is not looked at: pgrx-pg-sys's build script fails by design (see above), and
 # any other failure shows again, with its message, in the build that follows
 wait "$ahead_pid" || true
+ahead_pid=
 log "dependencies compiled ($(grep -c '^ *Compiling' "$LOG") crates; waited $((SECONDS - t))s after scripts/deps.sh)"

@@ -46,23 +46,6 @@ if [ "$SCOPE" = share ]; then
     [[ " ${SHARE[*]} " == *" ${PG:-} "* ]] || { echo "INTEGRATION_SCOPE=share: PG (${PG:-unset}) must be one of INTEGRATION_SHARE (${SHARE[*]})" >&2; exit 2; }
 fi
 
-running() { "$CL" list | awk '$2 == "running" { print $1 }'; }
-before=$(running)
-OUT=$(mktemp -d /tmp/pg_idgen-integration.XXXXXX)
-stop_new() {
-    local c
-    for c in $(running); do
-        grep -qxF "$c" <<<"$before" || "$CL" stop "$c" fast || true
-    done
-}
-on_exit() {
-    local p
-    for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    stop_new
-    rm -rf "$OUT"
-}
-trap on_exit EXIT
 
 header_has() { grep -qxF "# integration: $2" "$1"; }
 
@@ -85,12 +68,30 @@ for t in "${all[@]}"; do
         turn=$((turn + 1))
     fi
 done
-[ ${#scripts[@]} -gt 0 ] || { echo "integration: no scripts to run"; exit 0; }
+[ ${#scripts[@]} -gt 0 ] || { echo "integration: no scripts to run" >&2; exit 0; }
 case $SCOPE in
-    cross-version) echo "integration: scope cross-version: ${#scripts[@]} of ${#all[@]} scripts (INTEGRATION_SCOPE=all runs every one)" ;;
-    share) echo "integration: scope share with ${SHARE[*]}: ${#scripts[@]} of ${#all[@]} scripts on $PG (the cross-version ones and this major's share of the others; INTEGRATION_SCOPE=all runs every one)" ;;
+    cross-version) echo "integration: scope cross-version: ${#scripts[@]} of ${#all[@]} scripts (INTEGRATION_SCOPE=all runs every one)" >&2 ;;
+    share) echo "integration: scope share with ${SHARE[*]}: ${#scripts[@]} of ${#all[@]} scripts on $PG (the cross-version ones and this major's share of the others; INTEGRATION_SCOPE=all runs every one)" >&2 ;;
 esac
 if [ "${INTEGRATION_LIST:-0}" = 1 ]; then printf '%s\n' "${scripts[@]}"; exit 0; fi
+
+running() { "$CL" list | awk '$2 == "running" { print $1 }'; }
+before=$(running)
+OUT=$(mktemp -d /tmp/pg_idgen-integration.XXXXXX)
+stop_new() {
+    local c
+    for c in $(running); do
+        grep -qxF "$c" <<<"$before" || "$CL" stop "$c" fast || true
+    done
+}
+on_exit() {
+    local p
+    for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    stop_new
+    rm -rf "$OUT"
+}
+trap on_exit EXIT
 
 declare -A LANE_PID=() LANE_SCRIPT=() LANE_START=()
 failed=() times=()

@@ -88,10 +88,16 @@ LAYERS=${MATRIX_LAYERS:-docs core rules pgrx regress integration clients monitor
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-}
 INTEGRATION_SHARE_MAJORS=${INTEGRATION_SHARE_MAJORS:-15 18}
-# the share needs every major of it in this run; otherwise those given run every script
-for v in $INTEGRATION_SHARE_MAJORS; do
-    [[ " ${MAJORS[*]} " == *" $v "* ]] || { FULL_INTEGRATION_MAJORS+=" $INTEGRATION_SHARE_MAJORS"; INTEGRATION_SHARE_MAJORS=; break; }
-done
+# all_given LIST: every major of LIST is in this run
+all_given() { local v; for v in $1; do [[ " ${MAJORS[*]} " == *" $v "* ]] || return 1; done; }
+# ends_given: the oldest and the newest major of this run (MAJORS in ascending order)
+ends_given() { echo "${MAJORS[0]} ${MAJORS[${#MAJORS[@]} - 1]}"; }
+# the share needs every major of it in this run; otherwise the oldest and the newest given run
+# every script
+if ! all_given "$INTEGRATION_SHARE_MAJORS"; then
+    INTEGRATION_SHARE_MAJORS=
+    [ "$FULL_INTEGRATION_MAJORS" = all ] || FULL_INTEGRATION_MAJORS+=" $(ends_given)"
+fi
 [ ${#MAJORS[@]} -gt 1 ] || FULL_INTEGRATION_MAJORS=all
 RELEASE_PACKAGE_MAJORS=${RELEASE_PACKAGE_MAJORS:-15}
 CLIENT_MAJORS=${CLIENT_MAJORS:-15 18}
@@ -103,8 +109,12 @@ if [ ${#MAJORS[@]} -eq 1 ]; then CITUS_MAJORS=${CITUS_MAJORS:-${MAJORS[0]}}; els
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 # the majors that update from every release; the others from the newest one only
 UPDATE_ALL_MAJORS=${UPDATE_ALL_MAJORS:-15 18}
+[ "$UPDATE_ALL_MAJORS" = all ] || all_given "$UPDATE_ALL_MAJORS" || UPDATE_ALL_MAJORS+=" $(ends_given)"
 [ ${#MAJORS[@]} -gt 1 ] || UPDATE_ALL_MAJORS=all
-UPDATE_NEWEST=0.5.0
+# the releases the update tests start from (tests/upgrade/extension_update.sh: 0.1.0,
+# extension_update_0NM.sh: 0.N.M), oldest first; the newest is the one every major updates from
+UPDATE_RELEASES=$(make --no-print-directory -s print-update-from)
+UPDATE_NEWEST=${UPDATE_RELEASES##* }
 UPGRADE_FROM=${UPGRADE_FROM:-15}
 UPGRADE_TO=${UPGRADE_TO:-18}
 MOVE_FROM_MAJORS=${MOVE_FROM_MAJORS:-$UPGRADE_FROM}
@@ -245,18 +255,29 @@ times_table() {
 # while the layers that mostly wait for servers run (regress, integration, clients, ha, extupdate):
 # it takes the CPU they leave idle, and the package layer then finds the package tree built. It
 # starts after the install layer (the last cargo build of the major's test layers) and the package
-# layer waits for it, before the next major's pgrx layer builds again. Its log:
-# <rundir>/test-logs/pgNN-release-build.log; a failure shows again in the package layer, which
-# builds what is missing.
+# layer waits for it, before the next major's pgrx layer builds again; a run that ends or is
+# interrupted before that stops it. Its log: <rundir>/test-logs/pgNN-release-build.log; a failure
+# shows again in the package layer, which builds what is missing.
 RELEASE_BUILD_PID=
 release_build_start() {
     local m=$1
     has_layer package && [[ " $PACKAGE_MAJORS " == *" $m "* ]] && [[ " $RELEASE_PACKAGE_MAJORS " == *" $m "* ]] || return 0
     [ "${MATRIX_RELEASE_BUILD_AHEAD:-1}" = 1 ] || return 0
     echo "=== PostgreSQL $m: the release build of the package, in the background at nice 19 -> $LOGS/pg$m-release-build.log"
-    nice -n 19 make --no-print-directory package-tree PG="$m" PACKAGE_PROFILE=release >"$LOGS/pg$m-release-build.log" 2>&1 &
+    # a session of its own (setsid), so that release_build_stop stops make, cargo and every rustc
+    setsid nice -n 19 make --no-print-directory package-tree PG="$m" PACKAGE_PROFILE=release \
+        >"$LOGS/pg$m-release-build.log" 2>&1 </dev/null &
     RELEASE_BUILD_PID=$!
 }
+release_build_stop() {   # a run that ends (or is interrupted) before its package layer
+    [ -n "$RELEASE_BUILD_PID" ] || return 0
+    kill -TERM -- "-$RELEASE_BUILD_PID" 2>/dev/null || true
+    wait "$RELEASE_BUILD_PID" 2>/dev/null || true
+    echo "--- the background release build stopped (the run ended before its package layer)"
+    RELEASE_BUILD_PID=
+}
+trap release_build_stop EXIT
+trap 'exit 130' INT TERM
 release_build_wait() {
     [ -n "$RELEASE_BUILD_PID" ] || return 0
     local t=$SECONDS rc=0
@@ -266,7 +287,7 @@ release_build_wait() {
 }
 
 summary() {
-    release_build_wait   # a run that stopped before its package layer
+    release_build_stop   # a run that stopped before its package layer
     echo
     echo "==================== make test: summary ($(fmt $((SECONDS - T0))) in all) ===================="
     local m
@@ -381,7 +402,7 @@ for m in "${MAJORS[@]}"; do
     if has_layer extupdate; then
         if [[ " $UPDATE_ALL_MAJORS " == *" $m "* || $UPDATE_ALL_MAJORS == all ]]; then
             run_layer "$m" extupdate make --no-print-directory test-extension-update PG="$m"
-            line+="updates from 0.1.0-0.5.0 $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+            line+="updates from ${UPDATE_RELEASES// /, } $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
         else
             run_layer "$m" extupdate make --no-print-directory test-extension-update PG="$m" UPDATE_FROM="$UPDATE_NEWEST"
             line+="update from $UPDATE_NEWEST $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "

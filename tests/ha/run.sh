@@ -150,7 +150,7 @@ lagging_kill() {   # lagging_kill GROUP
     kill -KILL "${pids[@]}" 2>/dev/null || true
     # the leader key goes now rather than at the end of its TTL (Patroni's minimum, 20 s): the
     # standbys elect at once, the new leader's clock further behind the old one's ids
-    expired() { "$HA" expire-leader --name "$g" >/dev/null 2>&1; }
+    expired() { "$HA" expire-leader --name "$g" >/dev/null; }   # its refusals go to the log
     wait_until 15 "the leader key of $old deleted in etcd" expired || true
     after_fault "$g" kill "$old" "$t0"
 }

@@ -22,7 +22,7 @@
 #     the error without it: cases 1-3 authenticate by password through a password file.
 #  No detail ever shows the password.
 # integration: major 15
-# (in make test's share of 15 and 18: the TLS part needs a server built with OpenSSL, Debian's 15)
+# (in make test's share of 15 and 18: node and registry then are both Debian's 15, built with OpenSSL)
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
 . "$(dirname "$0")/../lease.bash"
