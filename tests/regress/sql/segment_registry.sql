@@ -78,7 +78,11 @@ SELECT p.proname, p.prosecdef, p.proconfig, has_function_privilege('public', p.o
  ORDER BY p.proname;
 -- a node role writes segment marks of at most 1024 (database, tag) pairs per system identifier
 -- (53400 beyond); reading a new pair, or raising one already there, is still allowed; a superuser
--- is not bounded
+-- is not bounded. Filling up to the bounds takes 2,047 calls; in the suite's parallel pass every
+-- query inside them would start a parallel worker (about 8 ms each, 20 s in all), so the fills run
+-- with the parallel mode off, and it is restored after them.
+SELECT count(*) AS parallel_mode_off FROM pg_settings s, LATERAL set_config(s.name, 'off', false)
+ WHERE s.name IN ('debug_parallel_query', 'force_parallel_mode');
 SET SESSION AUTHORIZATION regress_marks_node;
 SELECT count(*) FROM generate_series(2, 1024) g, pg_idgen_segment_marks('43', 1, 't' || g, '{0}', '{1}');
 SELECT pg_temp.err($$SELECT * FROM pg_idgen_segment_marks('43', 2, 't', '{0}', '{1}')$$);
@@ -94,6 +98,8 @@ SELECT pg_temp.err($$SELECT * FROM pg_idgen_keyed_marks('44', 2, 's1', '{0}', '{
 SELECT * FROM pg_idgen_keyed_marks('44', 1, 's1', '{7}', '{10}') ORDER BY bucket;
 RESET SESSION AUTHORIZATION;
 SELECT count(DISTINCT (database, space)) AS pairs FROM pg_idgen_keyed_marks WHERE system_identifier = 44;
+SELECT count(*) AS parallel_mode_restored FROM pg_settings s, LATERAL set_config(s.name, s.reset_val, false)
+ WHERE s.name IN ('debug_parallel_query', 'force_parallel_mode');
 DELETE FROM pg_idgen_segment_marks;
 DELETE FROM pg_idgen_keyed_marks;
 DELETE FROM pg_idgen_keyed_mark_owners;
