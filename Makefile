@@ -14,11 +14,11 @@
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
 #   make test              the matrix: core unit tests once; on 15 and 18 every layer (#[pg_test],
 #                          pg_regress, the integration scripts (the cross-version ones on each, the
-#                          others shared out between the two), client libraries, updates from
-#                          every release, the package); on 16 and 17 #[pg_test], pg_regress, the
-#                          cross-version integration scripts and the update from the newest
-#                          release; then pg_upgrade
-#                          15 -> 18; a summary line per major and the time of every layer at the end
+#                          others shared out between the two), the package; on 15 also the client
+#                          libraries and the updates from every release, on 18 the update from the
+#                          newest); on 16 and 17 #[pg_test], pg_regress, the cross-version
+#                          integration scripts and the update from the newest release; then
+#                          pg_upgrade and the logical move 15 -> 18; a summary line per major and the time of every layer at the end
 #   make test PG=17        one major, every layer
 #   make test-docs         every relative link and #anchor of README.md and docs/ resolves, and no
 #                          import cycle between the files of src/ but shmem <-> wal (offline)

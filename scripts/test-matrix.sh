@@ -9,7 +9,7 @@
 #   Env: MATRIX_LAYERS="docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move"
 #        restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
-#        CLIENT_MAJORS="15 18" the majors the client libraries run against ("all": every one; one
+#        CLIENT_MAJORS="15" the majors the client libraries run against ("all": every one; one
 #          major given alone always runs them): what they test is the wire protocol and the
 #          libraries' handling of bigint, the same on every major;
 #        RELEASE_PACKAGE_MAJORS="15" those of them packaged from the release build (lto = "fat",
@@ -30,7 +30,7 @@
 #          "all": every one, as make test-all runs them);
 #        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end);
 #        MOVE_FROM_MAJORS="15" the older majors moved to UPGRADE_TO by the move layer;
-#        UPDATE_ALL_MAJORS="15 18" the majors whose extupdate layer updates from every release
+#        UPDATE_ALL_MAJORS="15" the majors whose extupdate layer updates from every release
 #          (0.1.0-0.5.0); the others update from the newest (0.5.0) only ("all": every major, as
 #          make test-all; one major given alone: it);
 #        PG_IDGEN_DEPS_SECS=N the time `make deps` took (.ci/run sets it), shown with the layers;
@@ -100,7 +100,7 @@ if ! all_given "$INTEGRATION_SHARE_MAJORS"; then
 fi
 [ ${#MAJORS[@]} -gt 1 ] || FULL_INTEGRATION_MAJORS=all
 RELEASE_PACKAGE_MAJORS=${RELEASE_PACKAGE_MAJORS:-15}
-CLIENT_MAJORS=${CLIENT_MAJORS:-15 18}
+CLIENT_MAJORS=${CLIENT_MAJORS:-15}
 # one major: the exporter test runs on it; several: on 17 unless told
 if [ ${#MAJORS[@]} -eq 1 ]; then MONITORING_MAJORS=${MONITORING_MAJORS:-${MAJORS[0]}}; else MONITORING_MAJORS=${MONITORING_MAJORS:-17}; fi
 if [ ${#MAJORS[@]} -eq 1 ]; then PARTITION_MAJOR=${PARTITION_MAJOR:-${MAJORS[0]}}; else PARTITION_MAJOR=${PARTITION_MAJOR:-18}; fi
@@ -108,7 +108,7 @@ if [ ${#MAJORS[@]} -eq 1 ]; then MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-${MAJO
 if [ ${#MAJORS[@]} -eq 1 ]; then CITUS_MAJORS=${CITUS_MAJORS:-${MAJORS[0]}}; else CITUS_MAJORS=${CITUS_MAJORS:-18}; fi
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 # the majors that update from every release; the others from the newest one only
-UPDATE_ALL_MAJORS=${UPDATE_ALL_MAJORS:-15 18}
+UPDATE_ALL_MAJORS=${UPDATE_ALL_MAJORS:-15}
 [ "$UPDATE_ALL_MAJORS" = all ] || all_given "$UPDATE_ALL_MAJORS" || UPDATE_ALL_MAJORS+=" $(ends_given)"
 [ ${#MAJORS[@]} -gt 1 ] || UPDATE_ALL_MAJORS=all
 # the releases the update tests start from (tests/upgrade/extension_update.sh: 0.1.0,
