@@ -209,7 +209,7 @@ test: deps
 # runs on 16 and 17 only the scripts that exercise version-specific code, and shares the others
 # out between 15 and 18) and the packages of all four
 test-all: deps
-	FULL_INTEGRATION_MAJORS=all UPDATE_ALL_MAJORS=all PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
+	FULL_INTEGRATION_MAJORS=all UPDATE_ALL_MAJORS=all HA_KILLS=3 PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
 	  CITUS_MAJORS="16 17 18" MOVE_FROM_MAJORS="15 16 17" MULTIMASTER_MAJORS="16 18" \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
 

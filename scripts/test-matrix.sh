@@ -107,6 +107,8 @@ if [ ${#MAJORS[@]} -eq 1 ]; then PARTITION_MAJOR=${PARTITION_MAJOR:-${MAJORS[0]}
 if [ ${#MAJORS[@]} -eq 1 ]; then MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-${MAJORS[0]}}; else MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-18}; fi
 if [ ${#MAJORS[@]} -eq 1 ]; then CITUS_MAJORS=${CITUS_MAJORS:-${MAJORS[0]}}; else CITUS_MAJORS=${CITUS_MAJORS:-18}; fi
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
+# the ha layer's lagging kills in a row per phase (tests/ha/run.sh alone and make test-all: 3)
+HA_KILLS=${HA_KILLS:-2}
 # the majors that update from every release; the others from the newest one only
 UPDATE_ALL_MAJORS=${UPDATE_ALL_MAJORS:-15}
 [ "$UPDATE_ALL_MAJORS" = all ] || all_given "$UPDATE_ALL_MAJORS" || UPDATE_ALL_MAJORS+=" $(ends_given)"
@@ -379,7 +381,7 @@ for m in "${MAJORS[@]}"; do
                 line+="postgres_exporter $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
             if has_layer ha && [ "$m" = 15 ]; then
-                run_layer "$m" ha env PG="$m" PG_CONFIG= tests/ha/run.sh
+                run_layer "$m" ha env PG="$m" PG_CONFIG= HA_KILLS="$HA_KILLS" tests/ha/run.sh
                 line+="ha (Patroni) $(ha_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
             if [ $partition = 1 ]; then

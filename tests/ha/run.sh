@@ -29,6 +29,7 @@
 # Reported, not asserted: failover time, time to the first id after it, client errors, rewinds,
 # acknowledged inserts missing after an asynchronous failover.
 # Env: HA_BASE_PORT (default 30450: ports 30450-30497; the lease group uses +24), HA_PHASES="sync async lease",
+# HA_KILLS=3 (the lagging kills in a row of the sync and async phases; make test's layer: 2),
 # HA_KEEP=DIR (keep the recorded values, and of a failed run every node's Patroni and server logs).
 set -euo pipefail
 ROOT=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -39,6 +40,7 @@ HA=$ROOT/scripts/ha.sh
 VENV=${PG_IDGEN_HA_VENV:-$PG_IDGEN_PG_HOME/patroni/venv}
 BASE=${HA_BASE_PORT:-30450}
 PHASES=${HA_PHASES:-sync async lease}
+KILLS=${HA_KILLS:-3}   # lagging kills in a row in the sync and async phases
 LAYOUT='time=41,worker=10,sequence=1,unit_ms=10,epoch=2026-01-01'
 PARAMS=(pg_idgen.max_drift_ms=30000 "pg_idgen.layout=$LAYOUT")
 GROUPS_STARTED=()
@@ -301,13 +303,13 @@ if [[ " $PHASES " == *" sync "* || " $PHASES " == *" async "* ]]; then
         wait_until 60 "Patroni naming a synchronous standby" sync_named "$G" || true
         check "sync phase: synchronous_standby_names set by Patroni" \
             "$("$HA" psql --name "$G" -At -c 'SHOW synchronous_standby_names' | tr -d ' ')" != ""
-        run_faults "$G" sync sync 3
+        run_faults "$G" sync sync "$KILLS"
     fi
     if [[ " $PHASES " == *" async "* ]]; then
         "$HA" patronictl --name "$G" edit-config --force -s synchronous_mode=false "$G" >/dev/null
         nosync() { local v; v=$("$HA" psql --name "$G" -At -c 'SHOW synchronous_standby_names' 2>/dev/null) && [ -z "$v" ]; }
         wait_until 60 "synchronous_standby_names empty" nosync && ok "async phase: no synchronous standby"
-        run_faults "$G" async async 3
+        run_faults "$G" async async "$KILLS"
     fi
     "$HA" destroy --name "$G" >/dev/null 2>&1
 fi
