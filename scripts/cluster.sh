@@ -219,8 +219,7 @@ cmd_start() {
         note "$NAME is running; restarting it"
         as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null
     fi
-    [ -f "$PGDATA_DIR/PG_VERSION" ] || do_initdb
-    refresh_shared_conf
+    if [ -f "$PGDATA_DIR/PG_VERSION" ]; then refresh_shared_conf; else do_initdb; fi
     echo "$port" | as_pg tee "$CDIR/port" >/dev/null
     as_pg sh -c "cat > '$PGDATA_DIR/cluster.conf'" <<EOF
 # written by scripts/cluster.sh at every start

@@ -65,8 +65,8 @@ SRC
     hostname > "$B/etc/hostname"
     grep -q "$(hostname)" "$B/etc/hosts" || printf '127.0.1.1\t%s\n' "$(hostname)" >> "$B/etc/hosts"
     cp /usr/local/share/ca-certificates/*.crt "$B/usr/local/share/ca-certificates/" 2>/dev/null || true
-    mount -t proc proc "$B/proc"; mount --bind /dev "$B/dev"; mount --make-rslave "$B/dev"; mount --bind /dev/pts "$B/dev/pts"
-    trap 'umount "$B/dev/pts" "$B/dev" "$B/proc"' EXIT
+    mount_machine "$B"
+    trap 'unmount_below "$B/dev"; unmount_below "$B/sys"; unmount_below "$B/proc"' EXIT
     chroot "$B" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
         bash -c 'apt-get update && apt-get install -y build-essential ca-certificates curl git sudo && update-ca-certificates && apt-get clean'
     # Rust: rustup's settings and the active toolchain (and the names that point to it), cargo's
@@ -120,22 +120,35 @@ kill_chroot_procs() {   # TERM, wait up to 10 s, then KILL; prints what it had t
     [ -z "$pids" ] || say "WARNING: could not kill: $pids"
 }
 
-unmount_all() {   # every mount at or below $RUN, deepest first
-    local mp tries
+mounts_below() {   # mounts_below DIR: every mount at or below DIR, deepest first
+    awk -v r="$1" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts | sort -r
+}
+unmount_below() {   # unmount_below DIR
+    local mp tries mps
     for tries in 1 2 3; do
-        mapfile -t mps < <(awk -v r="$RUN" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts | sort -r)
+        mapfile -t mps < <(mounts_below "$1")
         [ ${#mps[@]} -gt 0 ] || return 0
         for mp in "${mps[@]}"; do umount "$mp" >/dev/null 2>&1 || true; done
     done
-    mapfile -t mps < <(awk -v r="$RUN" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts | sort -r)
+    mapfile -t mps < <(mounts_below "$1")
     for mp in "${mps[@]}"; do say "lazy unmount of $mp"; umount -l "$mp" || true; done
+}
+# mount_machine ROOT: what a machine's processes need below ROOT: /proc, /sys, /dev, /dev/pts and a
+# tmpfs /dev/shm (PostgreSQL's shared memory). Slave mounts: what is mounted below them here never
+# reaches the host's /sys or /dev, which on a systemd host are shared mounts
+mount_machine() {
+    mount -t proc proc "$1/proc"
+    mount --rbind /sys "$1/sys" && mount --make-rslave "$1/sys"
+    mount --bind /dev "$1/dev" && mount --make-rslave "$1/dev"
+    mount --bind /dev/pts "$1/dev/pts"
+    mount -t tmpfs -o mode=1777,nosuid,nodev shm "$1/dev/shm"
 }
 
 cleanup() {
     [ -d "$RUN" ] || return 0
     kill_chroot_procs
-    unmount_all
-    if awk -v r="$RUN" 'index($2, r) == 1 { f = 1 } END { exit !f }' /proc/self/mounts; then
+    unmount_below "$RUN"
+    if [ -n "$(mounts_below "$RUN")" ]; then
         say "ERROR: mounts left below $RUN; not removing it"; return 1
     fi
     if [ "${FRESH_KEEP:-0}" = 1 ] && [ "${1:-}" = final ]; then
@@ -176,13 +189,7 @@ else
     say "overlayfs unavailable: cp -a $BASE $M"
     cp -a "$BASE/." "$M/" || die "cp -a failed"
 fi
-mount -t proc proc "$M/proc"
-mount --rbind /sys "$M/sys" && mount --make-rslave "$M/sys"
-# slave mounts: what is mounted below them here (the tmpfs on /dev/shm) never reaches the host's
-# /dev, which on a systemd host is a shared mount
-mount --bind /dev "$M/dev" && mount --make-rslave "$M/dev"
-mount --bind /dev/pts "$M/dev/pts"
-mount -t tmpfs -o mode=1777,nosuid,nodev shm "$M/dev/shm"
+mount_machine "$M"
 cp /etc/resolv.conf "$M/etc/resolv.conf"
 
 if [ -n "$(ss -ltnH 'sport = :5432' 2>/dev/null)" ]; then

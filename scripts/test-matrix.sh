@@ -31,8 +31,8 @@
 #        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end);
 #        MOVE_FROM_MAJORS="15" the older majors moved to UPGRADE_TO by the move layer;
 #        UPDATE_ALL_MAJORS="15" the majors whose extupdate layer updates from every release
-#          (0.1.0-0.5.0); the others update from the newest (0.5.0) only ("all": every major, as
-#          make test-all; one major given alone: it);
+#          (`make print-update-from`); the others update from the newest only ("all": every
+#          major, as make test-all; one major given alone: it);
 #        PG_IDGEN_DEPS_SECS=N the time `make deps` took (.ci/run sets it), shown with the layers;
 #        MATRIX_RELEASE_BUILD_AHEAD=0 builds a release package in its layer, not in the background
 #          during the layers before it (release_build_start below).
@@ -64,8 +64,8 @@
 #                machine (scripts/citus.sh, into that major), a coordinator and two workers, a third
 #                added under load, rebalance, shard move, kill -9, every insert form through every
 #                node; no value twice, each worker id its node's Citus group (make test-citus PG=NN)
-#   extupdate    ALTER EXTENSION UPDATE from 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0 (make test-extension-update PG=NN;
-#                on majors not in UPDATE_ALL_MAJORS from 0.5.0 only)
+#   extupdate    ALTER EXTENSION UPDATE from every release (make test-extension-update PG=NN;
+#                on majors not in UPDATE_ALL_MAJORS from the newest only)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
 #   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
 #   move         tests/integration/migrate/002_logical_move.sh OLD 18 for each OLD of
@@ -402,13 +402,10 @@ for m in "${MAJORS[@]}"; do
         fi
     fi
     if has_layer extupdate; then
-        if [[ " $UPDATE_ALL_MAJORS " == *" $m "* || $UPDATE_ALL_MAJORS == all ]]; then
-            run_layer "$m" extupdate make --no-print-directory test-extension-update PG="$m"
-            line+="updates from ${UPDATE_RELEASES// /, } $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
-        else
-            run_layer "$m" extupdate make --no-print-directory test-extension-update PG="$m" UPDATE_FROM="$UPDATE_NEWEST"
-            line+="update from $UPDATE_NEWEST $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
-        fi
+        from=$UPDATE_NEWEST
+        [[ " $UPDATE_ALL_MAJORS " == *" $m "* || $UPDATE_ALL_MAJORS == all ]] && from=$UPDATE_RELEASES
+        run_layer "$m" extupdate make --no-print-directory test-extension-update PG="$m" UPDATE_FROM="$from"
+        line+="update$([ "$from" = "$UPDATE_NEWEST" ] || echo s) from ${from// /, } $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
     fi
     if has_layer package && [[ " $PACKAGE_MAJORS " == *" $m "* ]]; then
         profile=dev
