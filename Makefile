@@ -298,7 +298,7 @@ test-upgrade:
 
 # ALTER EXTENSION pg_idgen UPDATE from every released version, each built from its git tag:
 # 0.1.0 (PostgreSQL 15 only, so on 16-18 the 0.1.0 database arrives by pg_upgrade from 15, as it
-# would in the field; it runs every upgrade script), then 0.2.0, 0.3.0, 0.4.0 and 0.5.0 (built for PG itself)
+# would in the field; it runs every upgrade script), then 0.2.0 to 0.6.0 (built for PG itself)
 # UPDATE_FROM: the releases updated from, each by its test (tests/upgrade/extension_update.sh from
 # 0.1.0, extension_update_0NM.sh from 0.N.M); default every one there is, oldest first (make test
 # gives 16 and 17 the newest only: the update scripts are the same SQL on every major)
