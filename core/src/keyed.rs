@@ -18,7 +18,7 @@
 //! of their own, and sections further apart share one. The invariant, per bucket `b`: every value
 //! handed out for a key of a section of bucket `b` is at most `bound[b]`, which is durable before
 //! any value above its previous value is handed out; raising it ([`raised_bound`]) moves it a
-//! whole number of steps. The floors that memory falls back on (an evicted section's) are per
+//! whole number of steps, or to the top of the node's class when a whole step would pass it. The floors that memory falls back on (an evicted section's) are per
 //! bucket too, and only ever take values of keys of that bucket. So after a restart a key
 //! continues from its own bucket's bound: at most its section's busiest key (of the sections
 //! sharing the bucket) plus a step above its last value, never the space's busiest key.
@@ -36,21 +36,38 @@ pub fn bucket_of(section: i64) -> usize {
     section.rem_euclid(BUCKETS as i64) as usize
 }
 
-/// The bound a raise writes: `old` if it already covers `need`, else the smallest `old + k *
-/// step` (k >= 1) that does, or the largest bigint if that does not fit (the last values of the
-/// bigint range are handed out, then the key is exhausted).
-pub fn raised_bound(old: i64, need: i64, step: i64) -> i64 {
+/// The bound a raise for values writes (`keyed_next`: values up to `need` are to be handed out):
+/// `old` if it already covers `need`, else the smallest `old + k * step` (k >= 1) that does, but
+/// never above `top`, the largest counter of the node's class ([`Stride::limit`]; the largest
+/// bigint in plain mode): a raise whose whole step would pass the top of the class writes the top,
+/// so that every value of the class up to it is handed out, then the key is exhausted. A `need`
+/// above `top` (never asked for: [`take`] refuses it first) is covered as it is.
+pub fn raised_bound(old: i64, need: i64, step: i64, top: i64) -> i64 {
     if need <= old {
         return old;
     }
-    let step = step.max(1) as i128;
-    let k = (need as i128 - old as i128 + step - 1) / step;
-    let v = old as i128 + k * step;
-    if v > i64::MAX as i128 {
-        i64::MAX
+    let v = step_above(old, need, step);
+    if v > top as i128 {
+        top.max(need)
     } else {
         v as i64
     }
+}
+
+/// The bound a move writes (`keyed_set_node`, the import's raise to the old cluster's bounds),
+/// after which every key of the bucket continues from the bound itself, above `floor`: exactly
+/// `floor`, or `old` if that is higher (a bound is never lowered). Not rounded up to a whole step:
+/// that would skip values, and within a step of the top of the class skip its last values for good
+/// (a key continuing from a bound above the top hands out none).
+pub fn moved_bound(old: i64, floor: i64) -> i64 {
+    old.max(floor)
+}
+
+/// The smallest `old + k * step` (k >= 1) at least `need` (> `old`), without overflow.
+fn step_above(old: i64, need: i64, step: i64) -> i128 {
+    let step = step.max(1) as i128;
+    let k = (need as i128 - old as i128 + step - 1) / step;
+    old as i128 + k * step
 }
 
 /// The section of `key`: `key` divided by `section_size`, rounded towards minus infinity, so
@@ -500,15 +517,16 @@ mod tests {
 
     #[test]
     fn raises_are_whole_steps_and_stop_at_the_largest_bigint() {
-        assert_eq!(raised_bound(0, 1, 1000), 1000);
-        assert_eq!(raised_bound(0, 1000, 1000), 1000);
-        assert_eq!(raised_bound(0, 1001, 1000), 2000);
-        assert_eq!(raised_bound(5000, 4000, 1000), 5000);
-        assert_eq!(raised_bound(5000, 5000, 1000), 5000);
-        assert_eq!(raised_bound(5000, 12_345, 1000), 13_000);
-        assert_eq!(raised_bound(i64::MAX - 1000, i64::MAX, 1000), i64::MAX);
-        assert_eq!(raised_bound(i64::MAX - 10, i64::MAX - 5, 1000), i64::MAX);
-        assert_eq!(raised_bound(-100, -50, 7), -44);
+        let m = i64::MAX;
+        assert_eq!(raised_bound(0, 1, 1000, m), 1000);
+        assert_eq!(raised_bound(0, 1000, 1000, m), 1000);
+        assert_eq!(raised_bound(0, 1001, 1000, m), 2000);
+        assert_eq!(raised_bound(5000, 4000, 1000, m), 5000);
+        assert_eq!(raised_bound(5000, 5000, 1000, m), 5000);
+        assert_eq!(raised_bound(5000, 12_345, 1000, m), 13_000);
+        assert_eq!(raised_bound(i64::MAX - 1000, i64::MAX, 1000, m), i64::MAX);
+        assert_eq!(raised_bound(i64::MAX - 10, i64::MAX - 5, 1000, m), i64::MAX);
+        assert_eq!(raised_bound(-100, -50, 7, m), -44);
     }
 
     /// The restart rule per bucket, simulated: keys of a skewed load over many sections, the
@@ -536,7 +554,7 @@ mod tests {
             let last = loop {
                 match take(cur, 1, bounds[b], i64::MAX) {
                     Take::Issue { last } => break last,
-                    Take::Raise { need } => bounds[b] = raised_bound(bounds[b], need, step),
+                    Take::Raise { need } => bounds[b] = raised_bound(bounds[b], need, step, i64::MAX),
                     Take::Exhausted => unreachable!(),
                 }
             };
@@ -570,6 +588,185 @@ mod tests {
         let head = bounds[bucket_of(0)];
         let quiet = bounds.iter().filter(|&&b| b < head / 2).count();
         assert!(quiet > BUCKETS / 2, "{quiet} quiet buckets, head bound {head}");
+    }
+
+    /// A raise near the top of a node's class: a whole step would pass the class's largest
+    /// counter, so the bound stops there (node 3 of 16 and node 1023 of 1024, step 1000).
+    #[test]
+    fn raises_near_the_top_of_a_class_stop_at_its_top() {
+        let s = Stride::new(Some(16), Some(3));
+        let top = s.limit;
+        assert_eq!(top, (i64::MAX - 3) / 16);
+        assert_eq!(raised_bound(top - 40, top - 39, 1000, top), top);
+        assert_eq!(raised_bound(top - 1000, top - 999, 1000, top), top);
+        assert_eq!(raised_bound(top - 2000, top - 1999, 1000, top), top - 1000);
+        assert_eq!(raised_bound(top - 1, top, 1, top), top);
+        // a bound already at or past the top (written before the rule) is left alone
+        assert_eq!(raised_bound(top, top, 1000, top), top);
+        assert_eq!(raised_bound(top + 960, top, 1000, top), top + 960);
+        // a move 40 values below the top: the keys continue from there, not from the top
+        assert_eq!(moved_bound(0, top - 40), top - 40);
+        assert_eq!(moved_bound(0, 5_500), 5_500);
+        assert_eq!(moved_bound(7_000, 5_500), 7_000);
+        // a floor past the top (the old holder reached it): the keys are exhausted
+        assert_eq!(moved_bound(0, top + 5), top + 5);
+        let big = Stride::new(Some(1024), Some(1023));
+        assert_eq!(big.limit, (1i64 << 53) - 1);
+        assert_eq!(raised_bound(big.limit - 40, big.limit - 39, 1000, big.limit), big.limit);
+        assert_eq!(moved_bound(0, big.limit - 40), big.limit - 40);
+        // plain mode: the top is the largest bigint, as before
+        assert_eq!(raised_bound(i64::MAX - 40, i64::MAX - 39, 1000, i64::MAX), i64::MAX);
+        assert_eq!(moved_bound(0, i64::MAX - 40), i64::MAX - 40);
+    }
+
+    /// What a key hands out from counter `cur` under the bound `bound` until it is exhausted:
+    /// keyed_next's loop (take, raise, take again), with reservations of `n` values drawn from
+    /// 1 ..= step (at most what is left, so that no call asks past the top). Checks every raise
+    /// (it covers what was needed, and stays within the class unless the bound already was
+    /// above it) and that the values handed out are consecutive counters; returns how many
+    /// counters were handed out and the last one.
+    fn drain(cur: i64, mut bound: i64, step: i64, top: i64, rng: &mut u64) -> (i64, i64) {
+        let (mut cur, mut served) = (cur, 0i64);
+        loop {
+            let left = top.saturating_sub(cur);
+            if left <= 0 {
+                assert_eq!(take(cur, 1, bound, top), Take::Exhausted, "cur {cur} top {top}");
+                return (served, cur);
+            }
+            *rng = mix(*rng);
+            let n = (1 + (*rng % step as u64) as i64).min(left);
+            match take(cur, n, bound, top) {
+                Take::Issue { last } => {
+                    assert_eq!(last, cur + n);
+                    served += n;
+                    cur = last;
+                }
+                Take::Raise { need } => {
+                    let was = bound;
+                    bound = raised_bound(bound, need, step, top);
+                    assert!(bound >= need, "raise from {was} for {need}: {bound}");
+                    assert!(bound <= top || was > top, "raise from {was} for {need}: {bound} > {top}");
+                    assert!(bound > was);
+                }
+                Take::Exhausted => panic!("exhausted at {cur} with {left} values left, n {n}"),
+            }
+        }
+    }
+
+    /// The fleet configurations of the tests near the top: plain mode, and 2, 16 and 1024 nodes
+    /// with every node index at the edges (first, second, middle, second to last, last).
+    fn edge_strides() -> Vec<Stride> {
+        let mut v = vec![Stride::PLAIN];
+        for n in [1i64, 2, 16, 1024] {
+            let mut idx = vec![0, 1, n / 2, n - 2, n - 1];
+            idx.retain(|&k| (0..n).contains(&k));
+            idx.sort_unstable();
+            idx.dedup();
+            v.extend(idx.into_iter().map(|k| Stride::new(Some(n), Some(k))));
+        }
+        v
+    }
+
+    /// How far below the top the tests start: every distance up to three steps for small steps,
+    /// for large ones every distance up to 300 and those around one and two steps.
+    fn distances(step: i64) -> Vec<i64> {
+        let mut d: Vec<i64> = if step <= 100 {
+            (0..=3 * step + 2).collect()
+        } else {
+            (0..=300).chain(step - 3..=step + 3).chain(2 * step - 3..=2 * step + 3).collect()
+        };
+        d.sort_unstable();
+        d.dedup();
+        d
+    }
+
+    /// Where the bounds' grid lies relative to the top ((top - bound) mod step): every alignment
+    /// for small steps, those at the edges (and 40, the distance of the report) for large ones.
+    fn alignments(step: i64) -> Vec<i64> {
+        let mut a: Vec<i64> = if step <= 100 {
+            (0..step).collect()
+        } else {
+            vec![0, 1, 2, 39, 40, 41, step / 2, step - 41, step - 40, step - 39, step - 2, step - 1]
+        };
+        a.retain(|&x| (0..step).contains(&x));
+        a.sort_unstable();
+        a.dedup();
+        a
+    }
+
+    const STEPS: [i64; 6] = [1, 2, 10, 100, 1000, 10_000];
+
+    /// A key whose counter is `d` below the top of its node's class, with the durable bound
+    /// anywhere on the grid of whole steps at or above it (a bound raised in steps from 0, or
+    /// left by a restart), hands out every one of the `d` values left, the last the largest
+    /// bigint of the class, then 22003; a bound at or above the counter and below the top is
+    /// where keys continue after a restart or an eviction.
+    #[test]
+    fn every_value_of_a_class_up_to_its_top_is_handed_out() {
+        let mut rng = 0x5eed_u64;
+        let mut cases = 0u64;
+        for s in edge_strides() {
+            let top = s.limit;
+            for step in STEPS {
+                for d in distances(step) {
+                    let cur = top - d;
+                    // the bound: the counter itself, or the first grid point above it of each alignment
+                    let mut bounds = vec![cur];
+                    for a in alignments(step) {
+                        // bound b >= cur with (top - b) mod step == a, the least such
+                        let b = top - a - ((top - a - cur).max(0) / step) * step;
+                        if b >= cur {
+                            bounds.push(b);
+                        }
+                    }
+                    for b in bounds {
+                        let (served, last) = drain(cur, b, step, top, &mut rng);
+                        assert_eq!(served, d, "nodes {} index {} step {step} d {d} bound {b}", s.nodes, s.index);
+                        assert_eq!(last, top);
+                        if d > 0 {
+                            let v = s.value(last);
+                            assert!(i64::MAX - v < s.nodes && v.rem_euclid(s.nodes) == s.index);
+                        }
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert!(cases > 100_000, "{cases} cases");
+    }
+
+    /// `keyed_set_node(space, k, above)` (and the import's raise to the old cluster's bounds) `d`
+    /// values below the top of the class, from bounds anywhere on the grid below: the keys
+    /// continue above `above` and hand out every value of the class up to its top, then 22003.
+    #[test]
+    fn a_move_near_the_top_keeps_the_classs_last_values() {
+        let mut rng = 0xfeed_u64;
+        let mut cases = 0u64;
+        for s in edge_strides() {
+            let top = s.limit;
+            for step in STEPS {
+                for d in distances(step) {
+                    // `above`: the value of the counter d below the top, or one more (not a value
+                    // of the class when there are several nodes)
+                    for above in [s.value(top - d), s.value(top - d).saturating_add(1)] {
+                        let floor = s.floor_above(above);
+                        assert!(floor >= top || s.value(floor + 1) > above);
+                        for a in alignments(step) {
+                            // the bound before the move: on the grid, somewhere below the floor
+                            let old = (floor - a - 3 * step).max(0);
+                            let b = moved_bound(old, floor);
+                            assert!(b >= floor);
+                            let left = top - floor;
+                            let (served, last) = drain(b, b, step, top, &mut rng);
+                            assert_eq!(served, left, "nodes {} index {} step {step} above {above} old {old}", s.nodes, s.index);
+                            assert_eq!(last, top.max(floor));
+                            cases += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cases > 100_000, "{cases} cases");
     }
 
     #[test]

@@ -221,13 +221,14 @@ fn keyed_set_node(space: Option<&str>, node_index: Option<i32>, above: Option<i6
     }
     let stride = pg_idgen_core::keyed::Stride::new(Some(nodes), Some(node_index));
     let floor = stride.floor_above(above);
-    // Every bucket's bound raised in place, as keyed_next raises them (an UPDATE would leave row
-    // versions that in-place raises refuse to write while it is in flight, or after it aborts):
-    // not undone if this transaction aborts (a gap, never a value handed out twice), and in the
+    // Every bucket's bound raised in place to exactly the floor (`moved_bound`: rounding it up to a
+    // whole step would skip values, and near the top of the class its last ones), as keyed_next
+    // raises them (an UPDATE would leave row versions that in-place raises refuse to write while
+    // it is in flight, or after it aborts): not undone if this transaction aborts (a gap, never a value handed out twice), and in the
     // WAL before this transaction's commit record, so durable whenever the new index is.
     for bucket in 0..pg_idgen_core::keyed::BUCKETS {
         pg_sys::check_for_interrupts!();
-        if super::bounds::raise_in_place(space, bucket, floor, cfg.step).is_none() {
+        if super::bounds::raise_in_place(space, bucket, |old| pg_idgen_core::keyed::moved_bound(old, floor)).is_none() {
             super::space::missing_bounds(space);
         }
     }
@@ -247,9 +248,9 @@ fn keyed_set_node(space: Option<&str>, node_index: Option<i32>, above: Option<i6
 }
 
 /// The cut-over to a new cluster (called by `pg_idgen_state_import`, superuser only): raises the
-/// durable bound of each bucket of `space` to at least the old cluster's bound of that bucket
-/// (`bounds[b]` for bucket b, 1,024 of them, as `pg_idgen_keyed_bounds` holds them), in place as
-/// keyed_next raises them, and releases the space's shared entry, so that every key continues
+/// durable bound of each bucket of `space` to the old cluster's bound of that bucket if it is
+/// higher (`bounds[b]` for bucket b, 1,024 of them, as `pg_idgen_keyed_bounds` holds them; exactly
+/// that bound, `moved_bound`), in place as keyed_next raises them, and releases the space's shared entry, so that every key continues
 /// from its own bucket's bound: above every value the old cluster handed out for it, no further
 /// than a restart of the old cluster would have jumped. Only raises; returns how many buckets
 /// were raised.
@@ -283,7 +284,7 @@ fn pg_idgen_keyed_raise_bounds(space: Option<&str>, bounds: Option<Vec<Option<i6
         if want <= current[bucket] {
             continue;
         }
-        if super::bounds::raise_in_place(space, bucket, want, cfg.step).is_none() {
+        if super::bounds::raise_in_place(space, bucket, |old| pg_idgen_core::keyed::moved_bound(old, want)).is_none() {
             super::space::missing_bounds(space);
         }
         raised += 1;

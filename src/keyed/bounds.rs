@@ -18,7 +18,7 @@
 //! written into a version another transaction is replacing could be lost. Only superusers can
 //! write the table; the docs say not to update it by hand while the space is in use.
 
-use pg_idgen_core::keyed::{raised_bound, BUCKETS};
+use pg_idgen_core::keyed::BUCKETS;
 use pgrx::pg_sys;
 
 use crate::errors::{raise, Code};
@@ -144,11 +144,12 @@ pub(super) fn read_one(space: &str, bucket: usize) -> Option<i64> {
     out
 }
 
-/// Raises the durable bound of `bucket` of `space` to cover `need` (a whole number of steps
-/// above it, `raised_bound`) in place, WAL-logged but not flushed: the caller flushes. Returns
-/// the bound now durable once flushed (already enough if another backend raised it). None if
-/// the space has no row for the bucket.
-pub(super) fn raise_in_place(space: &str, bucket: usize, need: i64, step: i64) -> Option<i64> {
+/// Raises the durable bound of `bucket` of `space` from its current value `old` to `new_of(old)`
+/// (`pg_idgen_core::keyed::raised_bound` for values to hand out, `moved_bound` for a move) in
+/// place, WAL-logged but not flushed: the caller flushes. Never lowers it. Returns the bound now
+/// durable once flushed (already enough if another backend raised it). None if the space has no
+/// row for the bucket.
+pub(super) fn raise_in_place(space: &str, bucket: usize, new_of: impl FnOnce(i64) -> i64) -> Option<i64> {
     // SAFETY: the relation is opened with RowExclusiveLock (no VACUUM FULL or DDL meanwhile);
     // the buffer is pinned and exclusively locked while its page is read and changed, and the
     // change goes through GenericXLog (which copies the page, WAL-logs the difference and applies
@@ -212,7 +213,7 @@ pub(super) fn raise_in_place(space: &str, bucket: usize, need: i64, step: i64) -
         let hoff = (*htup).t_hoff as usize;
         let data_off = htup.cast::<u8>().offset_from(page.cast::<u8>()) as usize + hoff;
         let old = std::ptr::read_unaligned(page.cast::<u8>().add(data_off).cast::<i64>());
-        let new = raised_bound(old, need, step);
+        let new = new_of(old).max(old);
         if new > old {
             let state = pg_sys::GenericXLogStart(rel);
             let copy = pg_sys::GenericXLogRegisterBuffer(state, buf, 0);

@@ -646,7 +646,8 @@ pub(super) fn check_writable() {
 }
 
 /// Raises the durable bound of bucket `bucket` of the space to at least `need`: in place, a
-/// whole number of steps (`bounds::raise_in_place`), the WAL flushed and synchronous standbys
+/// whole number of steps, or to the top of the node's class when a whole step would pass it
+/// (`raised_bound`, `bounds::raise_in_place`), the WAL flushed and synchronous standbys
 /// waited for, and only then the shared bound of the bucket raised. Raises of one bucket are
 /// serialised by the row's buffer lock, so backends that reach the bound together raise it
 /// once: the others find it raised. Raises exclude claims of the space (`RAISE_LOCK`). Runs
@@ -678,7 +679,9 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, bucket: usize, need: i64) 
     }
     let got = {
         let _su = RunAs::superuser();
-        super::bounds::raise_in_place(name, bucket, need, res.step)
+        super::bounds::raise_in_place(name, bucket, |old| {
+            pg_idgen_core::keyed::raised_bound(old, need, res.step, res.stride.limit)
+        })
     };
     let Some(v) = got else {
         // SAFETY: the lock taken above.

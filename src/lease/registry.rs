@@ -327,8 +327,8 @@ impl Registry {
 
     /// One call of the registry's `pg_idgen_lease_claim` (sql/registry_nodes.sql, which has the
     /// rules): claims `worker_id`, or with None chooses one of `range` and claims it, in one
-    /// transaction under the lease table's lock. The registry checks that this node's role may
-    /// act for the id. None: no id of the range is free.
+    /// statement (no table lock: each candidate is claimed on its row). The registry checks that
+    /// this node's role may act for the id. None: no id of the range is free.
     fn call_claim(
         &self,
         me: &Holder,
@@ -387,14 +387,15 @@ impl Registry {
         Ok(Some((id, Outcome::Taken(OtherHolder { text, lease, ttl_ms }))))
     }
 
-    /// auto mode: chooses the id to claim and claims it, in one registry transaction holding the
-    /// lease table's SHARE ROW EXCLUSIVE lock (taken by the registry's function), so that choices
-    /// and claims of the nodes are serialized (two nodes never choose the same free id, then race
-    /// for it). The id is this node's own (same system identifier and node name) if the registry
-    /// has one in `lo..=hi` (sticky; the claim then says whether it is free), else the smallest
-    /// id of the range without a row or retired, of those this node's role may lease; None when
-    /// none is free. `take`: the expired lease (id, (token fingerprint, renewed_at)) this node
-    /// may take over.
+    /// auto mode: chooses the id to claim and claims it, in one call of the registry's function,
+    /// without a table lock: each candidate is claimed on its row (`INSERT … ON CONFLICT` on the
+    /// worker id's primary key, the rules checked against the row's newest committed version), so
+    /// two nodes that choose the same free id never both get it: the loser claims its next
+    /// candidate, or passes over one whose claim is still in flight. The id is this node's own
+    /// (same system identifier and node name) if the registry has one in `lo..=hi` (sticky; the
+    /// claim then says whether it is free), else the smallest id of the range without a row or
+    /// retired, of those this node's role may lease; None when none is free. `take`: the expired
+    /// lease (id, (token fingerprint, renewed_at)) this node may take over.
     pub fn choose_and_claim(
         &mut self,
         me: &Holder,

@@ -81,6 +81,40 @@ SELECT keyed_next('edge16', 1) AS first, keyed_next('edge16', 1, 1000) AS then,
 SELECT keyed_next('edge16', 1);
 \set VERBOSITY default
 SELECT keyed_drop('edge16');
+-- fleet mode near the top with the steps people use: node 3 of 16 with steps 100 and 1,000, node
+-- 1023 of 1024 with step 1,000, each moved by keyed_set_node (its own index) to 40 values below
+-- the top of its class t = ((2^63 - 1 - k) / N) * N + k: every one of the 40 values is handed out,
+-- the last t, then 22003; a 40-value reservation of another key gets the same 40 at once; the
+-- raises stop at the top of the class (no whole step past it: the bounds end at its counter)
+CREATE TABLE top_cases (space text, step int, nodes int, node_index int);
+INSERT INTO top_cases VALUES ('top16s100', 100, 16, 3), ('top16s1000', 1000, 16, 3), ('top1024s1000', 1000, 1024, 1023);
+SELECT space, keyed_create(space, step => step, section_size => 1, nodes => nodes, node_index => node_index) FROM top_cases ORDER BY space;
+SELECT space, keyed_set_node(space, node_index, ((9223372036854775807 - node_index) / nodes) * nodes + node_index - 40 * nodes)
+FROM top_cases ORDER BY space;
+SELECT c.space, count(*) AS served, count(DISTINCT s.v) AS distinct_values, min(s.v) = t.top - 39 * c.nodes AS first_above_the_move,
+       max(s.v) = t.top AS class_top_reached, bool_and(s.v % c.nodes = c.node_index) AS in_class,
+       bool_and(s.v > s.prev) AS increasing
+FROM top_cases c
+CROSS JOIN LATERAL (SELECT ((9223372036854775807 - c.node_index) / c.nodes) * c.nodes + c.node_index AS top) t
+CROSS JOIN LATERAL (SELECT v, lag(v, 1, -1::bigint) OVER (ORDER BY g) AS prev
+                    FROM (SELECT g, keyed_next(c.space, 1) AS v FROM generate_series(1, 40) g) x) s
+GROUP BY c.space, c.nodes, t.top ORDER BY c.space;
+SELECT space, keyed_next(space, 2, 40) = ((9223372036854775807 - node_index) / nodes) * nodes + node_index AS forty_at_once_to_the_top
+FROM top_cases ORDER BY space;
+\set VERBOSITY sqlstate
+SELECT keyed_next('top16s100', 1);
+SELECT keyed_next('top16s1000', 1);
+SELECT keyed_next('top1024s1000', 1);
+SELECT keyed_next('top1024s1000', 2);
+\set VERBOSITY default
+SELECT keyed_next('top16s100', 1);
+SELECT c.space, max(b.bound) = (9223372036854775807 - c.node_index) / c.nodes AS bounds_end_at_the_class_top,
+       min(b.bound) = (9223372036854775807 - c.node_index) / c.nodes - 40 AS others_at_the_move
+FROM top_cases c JOIN pg_idgen_keyed_bounds b USING (space) GROUP BY c.space, c.nodes, c.node_index ORDER BY c.space;
+SELECT s.space, s.max_value = ((9223372036854775807 - c.node_index) / c.nodes) * c.nodes + c.node_index AS max_value_is_the_class_top
+FROM keyed_status s JOIN top_cases c USING (space) ORDER BY s.space;
+SELECT space, keyed_drop(space) FROM top_cases ORDER BY space;
+DROP TABLE top_cases;
 -- parallel plans: keyed_next is PARALLEL UNSAFE, keyed_last PARALLEL RESTRICTED (it reads the
 -- catalog with a fresh snapshot, which a parallel worker cannot take): both run in the leader
 SELECT proname, proparallel, provolatile, proisstrict FROM pg_proc
