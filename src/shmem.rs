@@ -99,6 +99,9 @@ pub struct Shared {
     /// The part of the last recovery floor that is the old primary's observed lead (ms, 0:
     /// none): the refusals after a promotion say so. Set by `apply_recovery_floor` under `lock`.
     pub recovery_observed_lead_ms: AtomicI64,
+    /// The largest floor `pg_idgen_state_import` raised ahead of the clock since start (Unix ms,
+    /// 0: none): a refusal while the clock is still behind it says the import is the cause.
+    pub import_floor_ms: AtomicI64,
     /// Canonical text of the layout the state file was written with (NUL-padded). Written only
     /// at startup (no other process yet) and under `lock` by `accept_layout`.
     persisted_layout: UnsafeCell<[u8; 256]>,

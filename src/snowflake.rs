@@ -195,10 +195,26 @@ fn wait_for_recovery_floor(sh: &shmem::Shared) {
     PgClock.wait_until(until, until - now);
 }
 
-/// A call refused because the generator is too far ahead of the clock: when that is because this
-/// server was promoted with its clock behind the old primary's (the lead the WAL receiver saw,
+/// A call refused because the generator is too far ahead of the clock: when that is because
+/// `pg_idgen_state_import` raised the floor ahead of this server's clock, or because this server
+/// was promoted with its clock behind the old primary's (the lead the WAL receiver saw,
 /// `shmem::apply_recovery_floor`), says so and until when; otherwise the general refusal.
 fn refuse_behind_old_primary(sh: &shmem::Shared, e: pg_idgen_core::GenError) -> ! {
+    let imported = sh.import_floor_ms.load(Ordering::Acquire);
+    if imported > 0 {
+        let until = floor_usable_at_ms(imported);
+        if now_unix_ms() < until {
+            raise(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "cannot generate an id: {e}: pg_idgen_state_import() moved this server's generator above the old cluster's reservation, which ends at {}; ids are refused until this server's clock reads {}",
+                    crate::clock::fmt_ms(imported as i128),
+                    crate::clock::fmt_ms(until as i128)
+                ),
+                Some("Retry later: ids resume by themselves, above every id of the old cluster. The import waits for this before it returns (up to 10 s): move the writers once it has returned; a floor further ahead means the old cluster's clock is ahead of this one's (check NTP on both)."),
+            );
+        }
+    }
     let observed = sh.recovery_observed_lead_ms.load(Ordering::Acquire);
     let until = sh.recovery_floor_ms.load(Ordering::Acquire).saturating_sub(gucs::max_drift_ms());
     if observed > 0 && now_unix_ms() < until {
@@ -527,8 +543,56 @@ fn pg_idgen_snowflake_raise_floor(worker_id: Option<i64>, until_ms: Option<i64>)
         }
         None => shmem::raise_floor_all(until_ms),
     }
+    if until_ms > now {
+        shmem::shared().import_floor_ms.fetch_max(until_ms, Ordering::AcqRel);
+        wait_until_floor_usable(until_ms);
+    }
     until_ms > now
 }
 
 /// How far ahead of this server's clock `pg_idgen_snowflake_raise_floor` accepts a floor.
 const MAX_FLOOR_AHEAD_MS: i64 = 3_600_000;
+
+/// Longest the import waits for this server's clock to make an imported floor usable. With the
+/// same settings on both clusters an old cluster that ran ahead of its clock (a bulk load) leaves
+/// its reservation at most about max_drift_ms + reserve_ms past the clock (2 s by default): a
+/// floor further ahead means the clocks differ, and the import warns instead of waiting.
+const MAX_IMPORT_WAIT_MS: i64 = 10_000;
+
+/// The clock reading (Unix ms) from which ids continuing at the floor `until_ms` are within
+/// pg_idgen.max_drift_ms of the clock: issued at once, neither waiting nor refused.
+fn floor_usable_at_ms(until_ms: i64) -> i64 {
+    let layout = gucs::layout();
+    let first = layout.tick_to_unix_ms(shmem::tick_at_or_after(layout, until_ms)).clamp(0, i64::MAX as i128) as i64;
+    pg_idgen_core::generator::recovery_wait_until_ms(first, gucs::max_drift_ms())
+}
+
+/// The cut-over: the import returns only once its floor is usable, so that no writer moved to
+/// this server after it is refused (55000) or made to wait. The old cluster's reservation ends up
+/// to max_drift_ms + reserve_ms past its clock after a burst that ran ahead; the first ids here
+/// continue at or above it, so until this server's clock is within max_drift_ms of it every call
+/// would wait, and beyond max_wait_ms fail. Waits (interruptibly: a cancel or statement_timeout
+/// ends it, and the import with it; the floor stays raised) up to `MAX_IMPORT_WAIT_MS`; a floor
+/// further ahead is not waited for but warned about.
+fn wait_until_floor_usable(until_ms: i64) {
+    let usable_at = floor_usable_at_ms(until_ms);
+    let wait = usable_at.saturating_sub(now_unix_ms());
+    if wait <= 0 {
+        return;
+    }
+    if wait <= MAX_IMPORT_WAIT_MS {
+        PgClock.wait_until(usable_at, wait.saturating_add(1000));
+    }
+    let now = now_unix_ms();
+    if now < usable_at {
+        errors::warn(
+            format!(
+                "pg_idgen: the imported snowflake floor {} lies {} ms ahead of this server's clock: snowflake_next() is refused until the clock reads {}",
+                crate::clock::fmt_ms(until_ms as i128),
+                until_ms.saturating_sub(now),
+                crate::clock::fmt_ms(usable_at as i128)
+            ),
+            Some("The old cluster's clock is ahead of this one's (check NTP on both), or it ran further ahead than pg_idgen.max_drift_ms here allows. The import waits at most 10 s for the clock; ids resume by themselves, above every id of the old cluster."),
+        );
+    }
+}
