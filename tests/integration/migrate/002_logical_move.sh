@@ -23,7 +23,7 @@
 # Asserted (move): every acknowledged row on the new cluster; no snowflake id, segment value (per
 # tag) or (key, value) twice across both clusters; every new id above every old one; strided and
 # slotted values only in their node's chunks and slots; every key's first value on the new cluster
-# above its own last on the old, no further than a restart of the old would jump (less than a step
+# above its own last on the old, no further than a restart of the old would jump (at most a step
 # above the largest value of its bucket); every masked id unmasks to its id on both clusters; the
 # subscription applied the tags and spaces made on the old cluster under load without an apply
 # error. Asserted (control): values handed out twice, ids below the old ones, masked ids that do
