@@ -49,12 +49,13 @@ SELECT keyed_set_node('fleet3', 0, 30000);
 SELECT keyed_next('fleet3', 1) AS above_30000;
 SELECT keyed_set_node('fleet3', 0, 5);
 SELECT keyed_next('fleet3', 1) AS never_back;
--- in a transaction that rolls back, nothing changes
+-- in a transaction that rolls back, nothing changes but the bounds raised in place (a gap, never
+-- a repeat): the index stays 0, the keys continue from the raised bounds in class 0
 BEGIN;
 SELECT keyed_set_node('fleet3', 1, 90000);
 ROLLBACK;
 SELECT node_index FROM keyed_status WHERE space = 'fleet3';
-SELECT keyed_next('fleet3', 1) AS still_class_0_above_90000;
+SELECT keyed_next('fleet3', 1) AS still_class_0_after_the_gap;
 -- errors
 \set VERBOSITY sqlstate
 -- keyed_create: a NULL in each argument (22004, or 22023: one of nodes and node_index alone)
