@@ -6,9 +6,10 @@
 # puts the new cluster's generator at or above that reservation, about 2 s past the clock with
 # the default settings, more than max_drift_ms + max_wait_ms. The layout is `sonyflake` (256 ids
 # per 10 ms tick), so any build runs ahead within a fraction of a second.
-#   1. The old cluster (worker id 3) after the bulk load: its generator at least 500 ms ahead of
-#      its clock, its reservation more than max_drift_ms + max_wait_ms ahead (without the fix the
-#      new cluster refuses ids until its clock gets within that of the reservation).
+#   1. The old cluster (worker id 3) after the bulk load (4 x 60,000 ids: 9.4 s of ticks): its
+#      generator at least 500 ms ahead of its clock, its reservation more than max_drift_ms +
+#      max_wait_ms ahead (without the fix the new cluster refuses ids until its clock gets within
+#      that of the reservation).
 #   2. scripts/move-state.sh at once (the documented cut-over), then a writer on the new cluster
 #      (worker id 3 too): 150 calls of snowflake_next() 10 ms apart, each in its own
 #      subtransaction that records an error instead of stopping: none refused (no 55000), none
@@ -33,14 +34,14 @@ for c in "$O:29442" "$N:29443"; do
     q "${c%%:*}" "CREATE DATABASE app" >/dev/null
     db "${c%%:*}" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 done
-settings=$(db "$N" "SELECT current_setting('pg_idgen.max_drift_ms') || ' ' || current_setting('pg_idgen.max_wait_ms') || ' ' || current_setting('pg_idgen.reserve_ms')")
-read -r drift wait reserve <<<"${settings//ms/}"
+settings=$(db "$N" "SELECT string_agg(setting, ' ' ORDER BY name) FROM pg_settings
+                    WHERE name IN ('pg_idgen.max_drift_ms', 'pg_idgen.max_wait_ms', 'pg_idgen.reserve_ms')")
+read -r drift wait reserve <<<"$settings"
 log "settings on both: max_drift_ms=$drift max_wait_ms=$wait reserve_ms=$reserve"
 
 # ---- 1. the bulk load on the old cluster: the last id of 4 statements, then how far ahead
-for i in 1 2 3 4; do
-    last=$(db "$O" "SELECT max(snowflake_next()) FROM generate_series(1, 20000)")
-done
+bulk=(); for i in 1 2 3 4; do bulk+=("SELECT max(snowflake_next()) FROM generate_series(1, 60000)"); done
+last=$(db "$O" "${bulk[@]}" | tail -1)
 ahead=$(db "$O" "SELECT lead_ms || ' ' || round(extract(epoch FROM reserved_until - clock_timestamp()) * 1000)::bigint
                   FROM snowflake_stats() WHERE worker_id = 3")
 read -r lead reserved_ahead <<<"$ahead"
