@@ -4,12 +4,13 @@
 # layout's sequence allows per tick, so the old generator's time runs up to pg_idgen.max_drift_ms
 # ahead of its clock and its durable reservation another reserve_ms beyond: pg_idgen_state_import
 # puts the new cluster's generator at or above that reservation, about 2 s past the clock with
-# the default settings, more than max_drift_ms + max_wait_ms. The layout is `sonyflake` (256 ids
-# per 10 ms tick), so any build runs ahead within a fraction of a second.
-#   1. The old cluster (worker id 3) after the bulk load (4 x 60,000 ids: 9.4 s of ticks): its
-#      generator at least 500 ms ahead of its clock, its reservation more than max_drift_ms +
-#      max_wait_ms ahead (without the fix the new cluster refuses ids until its clock gets within
-#      that of the reservation).
+# the default settings, more than max_drift_ms + max_wait_ms. The layout is a narrow custom one
+# (10 ms ticks of at most 16 ids, about 1,250 ids a second), so that any build on a loaded machine
+# issues faster than the clock allows and runs ahead until max_drift_ms stops it.
+#   1. The old cluster (worker id 3; max_drift_ms and reserve_ms 3 s) after the bulk load (4 x 2,500
+#      ids: about 8 s of ticks): its generator at least 1.5 s ahead of its clock, its reservation
+#      more than 2 s + the new cluster's max_drift_ms + max_wait_ms ahead (without the fix the
+#      new cluster refuses ids until its clock gets within that of the reservation).
 #   2. scripts/move-state.sh at once (the documented cut-over), then a writer on the new cluster
 #      (worker id 3 too): 150 calls of snowflake_next() 10 ms apart, each in its own
 #      subtransaction that records an error instead of stopping: none refused (no 55000), none
@@ -28,25 +29,32 @@ O=it_mvahead_old
 N=it_mvahead_new
 conn() { echo "host=$("$CLUSTER" sockdir "$1") port=$("$CLUSTER" port "$1") user=postgres dbname=app"; }
 db() { qdb "$1" app "${@:2}"; }
+LAYOUT=time=41,worker=10,sequence=4,unit_ms=10
 
-for c in "$O:29442" "$N:29443"; do
-    cluster_start "${c%%:*}" "${c##*:}" -c pg_idgen.worker_id=3 -c pg_idgen.layout=sonyflake
-    q "${c%%:*}" "CREATE DATABASE app" >/dev/null
-    db "${c%%:*}" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
+# the old cluster allows its ids 3 s ahead of its clock and reserves 3 s ahead: its reservation
+# ends about 6 s past its clock after the bulk load, so that the refusals without the fix outlast
+# the psql calls of the cut-over on a loaded machine; the new one runs the defaults
+cluster_start "$O" 29442 -c pg_idgen.worker_id=3 -c "pg_idgen.layout=$LAYOUT" -c pg_idgen.max_drift_ms=3000 \
+    -c pg_idgen.reserve_ms=3000
+cluster_start "$N" 29443 -c pg_idgen.worker_id=3 -c "pg_idgen.layout=$LAYOUT"
+for c in "$O" "$N"; do
+    q "$c" "CREATE DATABASE app" >/dev/null
+    db "$c" "SET client_min_messages = warning" "CREATE EXTENSION pg_idgen" >/dev/null
 done
 settings=$(db "$N" "SELECT string_agg(setting, ' ' ORDER BY name) FROM pg_settings
                     WHERE name IN ('pg_idgen.max_drift_ms', 'pg_idgen.max_wait_ms', 'pg_idgen.reserve_ms')")
 read -r drift wait reserve <<<"$settings"
-log "settings on both: max_drift_ms=$drift max_wait_ms=$wait reserve_ms=$reserve"
+log "settings of the new cluster: max_drift_ms=$drift max_wait_ms=$wait reserve_ms=$reserve"
 
 # ---- 1. the bulk load on the old cluster: the last id of 4 statements, then how far ahead
-bulk=(); for i in 1 2 3 4; do bulk+=("SELECT max(snowflake_next()) FROM generate_series(1, 60000)"); done
+bulk=(); for i in 1 2 3 4; do bulk+=("SELECT max(snowflake_next()) FROM generate_series(1, 2500)"); done
 last=$(db "$O" "${bulk[@]}" | tail -1)
 ahead=$(db "$O" "SELECT lead_ms || ' ' || round(extract(epoch FROM reserved_until - clock_timestamp()) * 1000)::bigint
                   FROM snowflake_stats() WHERE worker_id = 3")
 read -r lead reserved_ahead <<<"$ahead"
-check "the bulk load ran the old generator ahead of its clock (lead_ms)" "$lead" -ge 500
-check "its reservation lies more than max_drift_ms + max_wait_ms ahead of the clock (ms)" "$reserved_ahead" -gt $((drift + wait))
+check "the bulk load ran the old generator ahead of its clock (lead_ms)" "$lead" -ge 1500
+check "its reservation lies more than 2 s plus the new cluster's max_drift_ms + max_wait_ms ahead of the clock (ms)" \
+    "$reserved_ahead" -gt $((2000 + drift + wait))
 
 # ---- 2. the cut-over at once, then a writer on the new cluster
 t0=$(date +%s%N)
