@@ -49,10 +49,12 @@
 #           key, of a Zipf load over 1,000,000 keys (percentiles). Part 5 alone runs with a fixed
 #           worker id lease (pg_idgen.lease_mode = fixed) from a registry that is the bench
 #           cluster's own second database: a restart before it, and 5d's restart drops it.
-#   Part 6  PostgreSQL 16+: distributed INSERT on a Citus 14.0.1 coordinator and two workers
-#           (bench/citus.sh): snowflake_next() against bigserial, identity, gen_random_uuid() and
-#           uuidv7(), single-row through the coordinator and through the workers, and bulk;
-#           BENCH_CITUS=0 leaves it out.
+#   Part 6  with CITUS_PG_CONFIG=<pg_config of a PostgreSQL PG with Citus installed> (the user's;
+#           nothing here builds Citus): distributed INSERT on a Citus coordinator and two workers
+#           (bench/citus.sh, a private copy of that installation): snowflake_next() against
+#           bigserial, identity, gen_random_uuid() and uuidv7(), single-row through the
+#           coordinator and through the workers, and bulk; without it, or with BENCH_CITUS=0, left
+#           out (said in the report).
 set -euo pipefail
 
 # ---------------------------------------------------------------------------
@@ -362,9 +364,15 @@ SQL
 fi
 keyed_report
 # ---------------------------------------------------------------- part 6 (PostgreSQL 16+)
-# Citus: its own clusters (bench/citus.sh; Citus built once per machine by scripts/citus.sh)
-if [ "$PG" -ge 16 ] && [ "${BENCH_CITUS:-1}" = 1 ]; then
-    log "part 6: distributed INSERT on Citus (bench/citus.sh)"
+# Citus: its own clusters (bench/citus.sh), on the installation the user gives
+citus_major=$([ -x "${CITUS_PG_CONFIG:-}" ] && "$CITUS_PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/' || true)
+if [ "${BENCH_CITUS:-1}" = 1 ] && [ -n "${CITUS_PG_CONFIG:-}" ] && [ "$citus_major" = "$PG" ]; then
+    log "part 6: distributed INSERT on Citus (bench/citus.sh, $CITUS_PG_CONFIG)"
     BENCH_SECONDS=$SECS BENCH_ROWS=$((ROWS / 5)) "$ROOT/bench/citus.sh" $([ $QUICK = 1 ] && echo --quick)
+elif [ "${BENCH_CITUS:-1}" = 1 ]; then
+    why="no CITUS_PG_CONFIG"
+    [ -z "${CITUS_PG_CONFIG:-}" ] || why="CITUS_PG_CONFIG=$CITUS_PG_CONFIG is not PostgreSQL $PG"
+    log "part 6 (distributed INSERT on Citus) skipped: $why"
+    printf '\n### Distributed INSERT on Citus\n\nSkipped: %s (give the pg_config of a PostgreSQL %s with Citus installed).\n' "$why" "$PG"
 fi
 log "done"
