@@ -56,7 +56,7 @@ check "control without Citus: ALTER DATABASE d2 SET pg_idgen.worker_id = 8 appli
 check "control without Citus: ALTER ROLE r2 SET pg_idgen.worker_id = 9 applies to r2 (source user)" \
     "$(wid postgres -U r2)" == "9 user"
 check "control without Citus: ALTER ROLE r1 IN DATABASE d2 SET pg_idgen.worker_id = 10 applies (source database_user)" \
-    "$(wid d2 -U r1)" == "10 database_user"
+    "$(wid d2 -U r1)" == "10 database user"
 check "control without Citus: a session's SET pg_idgen.worker_id = 5 gives ids of worker id 5" \
     "$(q "$C" "SET pg_idgen.worker_id = 5" "SELECT (uid_decode(snowflake_next())).worker_id" 2>&1)" == 5
 
