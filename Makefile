@@ -41,8 +41,9 @@
 #                          stopped and caught up, one joining live and one leaving; no value twice,
 #                          no apply conflict, every row on every node (tests/multimaster/run.sh;
 #                          part of make test on 16 and 18; MM_WORKER_IDS=lease: leased worker ids)
-#   make test-citus [PG=NN]   PostgreSQL 16+: a Citus 14.0.1 cluster (scripts/citus.sh: built once per
-#                          machine from ../shared/vendor/citus-14.0.1.tar.gz) — coordinator and two
+#   make test-citus [PG=NN] CITUS_PG_CONFIG=<pg_config of a PostgreSQL NN with Citus installed>
+#                          PostgreSQL 16+, the user's Citus (nothing here builds it), run from a private
+#                          copy of that installation with pg_idgen installed into it — coordinator and two
 #                          workers, a third added under load, a rebalance, a shard move, kill -9;
 #                          every insert form through every node; no value twice, every worker id the
 #                          evaluating node's Citus group (tests/citus/run.sh)
@@ -261,12 +262,17 @@ test-multimaster: install-test
 	@echo "=== active-active on PostgreSQL $(PG): tests/multimaster/run.sh ==="
 	tests/multimaster/run.sh
 
-# Citus 14.0.1 from the vendored tarball, built once per machine (scripts/citus.sh) and installed
-# into this major; PostgreSQL 16+
+# a PostgreSQL with Citus installed that the user gives (CITUS_PG_CONFIG, the major PG): the test
+# runs a private copy of it with this build of pg_idgen installed (tests/citus/lib.bash); without
+# CITUS_PG_CONFIG it stops before building anything
+ifneq ($(filter test-citus,$(MAKECMDGOALS)),)
+ifeq ($(strip $(CITUS_PG_CONFIG)),)
+$(error make test-citus: give CITUS_PG_CONFIG=<pg_config of a PostgreSQL $(PG) with Citus installed> (Citus is not built here; see docs/fleet.md, Citus))
+endif
+endif
 test-citus: install-test
-	@echo "=== Citus on PostgreSQL $(PG): tests/citus/run.sh ==="
-	scripts/citus.sh $(PG) >/dev/null
-	tests/citus/run.sh
+	@echo "=== Citus on PostgreSQL $(PG) ($(CITUS_PG_CONFIG)): tests/citus/run.sh ==="
+	CITUS_PG_CONFIG="$(CITUS_PG_CONFIG)" tests/citus/run.sh
 
 test-clients: install-test
 	@echo "=== client libraries on PostgreSQL $(PG): tests/clients/run.sh ==="

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# bench/citus.sh — distributed INSERT throughput on a Citus 14.0.1 cluster, the key a column
-# DEFAULT: snowflake_next() against Citus's own bigserial and identity on a distributed table
-# (Citus gives each node a range of the sequence) and gen_random_uuid(), uuidv7() on 18+.
+# bench/citus.sh — distributed INSERT throughput on a Citus cluster, the key a column DEFAULT:
+# snowflake_next() against Citus's own bigserial and identity on a distributed table (Citus gives
+# each node a range of the sequence) and gen_random_uuid(), uuidv7() on 18+.
 #
-# Usage: bench/citus.sh [--quick]   (part 6 of bench/run.sh on PostgreSQL 16+, or alone)
+# Usage: CITUS_PG_CONFIG=<pg_config of a PostgreSQL with Citus installed> bench/citus.sh [--quick]
+#   (part 6 of bench/run.sh when CITUS_PG_CONFIG is given, or alone; without it the script stops
+#   at once, saying so: nothing in this project builds Citus)
 #   --quick        3 s per pgbench run, 20,000 rows per bulk INSERT
 #   default        10 s per pgbench run, 200,000 rows per bulk INSERT
-#   Env: PG=NN (16, 17, 18), BENCH_SECONDS, BENCH_ROWS, BENCH_REPS (rounds, default 3) override the
-#   above; CITUS_BENCH_PORT
-#   (default 29196; the coordinator, the workers the next two ports).
+#   Env: PG=NN (default: CITUS_PG_CONFIG's major), BENCH_SECONDS, BENCH_ROWS, BENCH_REPS (rounds,
+#   default 3) override the above; CITUS_BENCH_PORT (default 29196; the coordinator, the workers
+#   the next two ports).
 # A coordinator and two workers on loopback (tests/citus/lib.bash: worker ids from the Citus group),
-# Citus from scripts/citus.sh (built once per machine), pg_idgen as installed (make install: the
-# release build for real figures). Per key type, a fresh distributed table (key PRIMARY KEY, v
+# run from a private copy of the given installation with pg_idgen installed into it from the
+# project's PostgreSQL of that major (make install PG=NN: the release build for real figures); the
+# given installation is only read. Per key type, a fresh distributed table (key PRIMARY KEY, v
 # int; 16 shards):
 #   coordinator   pgbench -c 4 -j 2 -T S against the coordinator: INSERT INTO t (v) VALUES (1)
 #   workers       pgbench -c 2 -j 1 -T S against each worker at once (the sum): the same statement
@@ -21,6 +24,13 @@
 # of each, and the ratio to bigserial; no key twice in any table (a WARNING otherwise).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TEST_NAME=bench/citus
+# shellcheck source=../tests/citus/lib.bash
+. "$ROOT/tests/citus/lib.bash"
+citus_require
+if [ -z "${PG:-}" ] && [ -x "$CITUS_PG_CONFIG" ]; then
+    PG=$("$CITUS_PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+fi
 export PG=${PG:-18}
 QUICK=0; [ "${1:-}" = --quick ] && QUICK=1
 SECS=${BENCH_SECONDS:-$([ $QUICK = 1 ] && echo 3 || echo 10)}
@@ -28,12 +38,9 @@ ROWS=${BENCH_ROWS:-$([ $QUICK = 1 ] && echo 20000 || echo 200000)}
 export IT_PORT_OFFSET=0
 # shellcheck source=../tests/integration/lib.bash
 . "$ROOT/tests/integration/lib.bash" "$ROOT" >&2
-# shellcheck source=../tests/citus/lib.bash
-. "$ROOT/tests/citus/lib.bash"
 TEST_NAME=bench/citus
 log() { printf '[%s] %s\n' "$TEST_NAME" "$*" >&2; }
-[ "$PG" -ge 16 ] || { log "Citus 14.0.1 needs PostgreSQL 16+, not $PG: skipped"; exit 0; }
-citus_install >&2
+citus_use_given
 BASE=${CITUS_BENCH_PORT:-29196}
 C=bench_c0 W1=bench_w1 W2=bench_w2
 for n in $C $W1 $W2; do register_cluster "$n"; done
@@ -85,7 +92,7 @@ median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -n | awk '{ a[NR] = $1 } EN
 for k in "${ORDER[@]}"; do COORD[$k]=$(median "${COORD[$k]}"); WORK[$k]=$(median "${WORK[$k]}"); BULK[$k]=$(median "${BULK[$k]}"); done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo
-echo "### Distributed INSERT on Citus 14.0.1 (PostgreSQL $PG, coordinator + 2 workers on one machine)"
+echo "### Distributed INSERT on Citus $CITUS_VERSION (PostgreSQL $PG, coordinator + 2 workers on one machine)"
 echo
 echo "Single-row \`INSERT INTO t (v) VALUES (1)\`, the key a DEFAULT, $SECS s per run: through the"
 echo "coordinator (pgbench -c 4) and through both workers at once (-c 2 each, summed); bulk"
@@ -98,4 +105,5 @@ for k in "${ORDER[@]}"; do
     case $k in snowflake_next|uuidv7) ord=yes ;; *) ord=no ;; esac
     echo "| $k | ${COORD[$k]} | $(ratio "${COORD[$k]}" "${COORD[bigserial]}") | ${WORK[$k]} | $(ratio "${WORK[$k]}" "${WORK[bigserial]}") | ${BULK[$k]} | $(ratio "${BULK[$k]}" "${BULK[bigserial]}") | $ord |"
 done
+[ "$(citus_given_untouched)" = 0 ] || log "WARNING: files of the given installation changed during the run ($CITUS_PG_CONFIG)"
 FINISHED=1

@@ -49,10 +49,19 @@
 #           key, of a Zipf load over 1,000,000 keys (percentiles). Part 5 alone runs with a fixed
 #           worker id lease (pg_idgen.lease_mode = fixed) from a registry that is the bench
 #           cluster's own second database: a restart before it, and 5d's restart drops it.
-#   Part 6  PostgreSQL 16+: distributed INSERT on a Citus 14.0.1 coordinator and two workers
-#           (bench/citus.sh): snowflake_next() against bigserial, identity, gen_random_uuid() and
-#           uuidv7(), single-row through the coordinator and through the workers, and bulk;
-#           BENCH_CITUS=0 leaves it out.
+#   Part 7  many sessions (bench/sweep.bash, run after part 5, reported after it): pgbench at 1, 4,
+#           16 and 64 clients (bounded runs, -T SWEEP_SECONDS: 2 s with --quick, else 5; SWEEP_REPS
+#           interleaved rounds: 1 with --quick, else 3) of `INSERT INTO t (v) VALUES (1)` with the
+#           key a DEFAULT: snowflake_next() against identity and uuidv7() (gen_random_uuid()
+#           before 18), segment_next() and keyed_next() on one hot key against nextval();
+#           synchronous_commit = off; throughput and p99 latency as ratios. BENCH_SWEEP=0 leaves
+#           it out.
+#   Part 6  with CITUS_PG_CONFIG=<pg_config of a PostgreSQL PG with Citus installed> (the user's;
+#           nothing here builds Citus): distributed INSERT on a Citus coordinator and two workers
+#           (bench/citus.sh, a private copy of that installation): snowflake_next() against
+#           bigserial, identity, gen_random_uuid() and uuidv7(), single-row through the
+#           coordinator and through the workers, and bulk; without it, or with BENCH_CITUS=0, left
+#           out (said in the report).
 set -euo pipefail
 
 # ---------------------------------------------------------------------------
@@ -254,6 +263,10 @@ HAS_UUIDV7=0; [ "$PG" -ge 18 ] && HAS_UUIDV7=1
 . "$ROOT/bench/keyed.bash"
 keyed_measure
 
+# ---------------------------------------------------------------- part 7
+. "$ROOT/bench/sweep.bash"
+[ "${BENCH_SWEEP:-1}" = 0 ] || sweep_measure
+
 # ---------------------------------------------------------------- report
 pgver=$(q -c "SELECT current_setting('server_version')")
 extver=$(q -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")
@@ -361,10 +374,17 @@ WHERE s.label = 'snowflake_next' AND i.label = 'identity' AND v.label = 'uuidv7'
 SQL
 fi
 keyed_report
+[ "${BENCH_SWEEP:-1}" = 0 ] || sweep_report
 # ---------------------------------------------------------------- part 6 (PostgreSQL 16+)
-# Citus: its own clusters (bench/citus.sh; Citus built once per machine by scripts/citus.sh)
-if [ "$PG" -ge 16 ] && [ "${BENCH_CITUS:-1}" = 1 ]; then
-    log "part 6: distributed INSERT on Citus (bench/citus.sh)"
+# Citus: its own clusters (bench/citus.sh), on the installation the user gives
+citus_major=$([ -x "${CITUS_PG_CONFIG:-}" ] && "$CITUS_PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/' || true)
+if [ "${BENCH_CITUS:-1}" = 1 ] && [ -n "${CITUS_PG_CONFIG:-}" ] && [ "$citus_major" = "$PG" ]; then
+    log "part 6: distributed INSERT on Citus (bench/citus.sh, $CITUS_PG_CONFIG)"
     BENCH_SECONDS=$SECS BENCH_ROWS=$((ROWS / 5)) "$ROOT/bench/citus.sh" $([ $QUICK = 1 ] && echo --quick)
+elif [ "${BENCH_CITUS:-1}" = 1 ]; then
+    why="no CITUS_PG_CONFIG"
+    [ -z "${CITUS_PG_CONFIG:-}" ] || why="CITUS_PG_CONFIG=$CITUS_PG_CONFIG is not PostgreSQL $PG"
+    log "part 6 (distributed INSERT on Citus) skipped: $why"
+    printf '\n### Distributed INSERT on Citus\n\nSkipped: %s (give the pg_config of a PostgreSQL %s with Citus installed).\n' "$why" "$PG"
 fi
 log "done"

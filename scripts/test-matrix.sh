@@ -26,6 +26,10 @@
 #          make test-all: "16 18");
 #        CITUS_MAJORS="18" the majors of the citus layer (16+; one major given alone: it, if 16+;
 #          make test-all: "16 17 18");
+#        CITUS_PG_CONFIG=<pg_config of a PostgreSQL with Citus installed> (CITUS_PG_CONFIG_NN for
+#          major NN): the installation the citus layer runs on, on the major it is; without one
+#          the layer shows "citus: skipped (no CITUS_PG_CONFIG)" and does not count as passed or
+#          failed;
 #        PARTITION_SCENARIOS its scenarios (default the CI subset of tests/partition/run.sh;
 #          "all": every one, as make test-all runs them);
 #        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end);
@@ -60,10 +64,12 @@
 #                kill -9, a stop and catch-up, a node joining live and one leaving; worker ids
 #                from pg_idgen.worker_id on 16-17, leased from a registry on 18+ (MM_WORKER_IDS
 #                overrides) (make test-multimaster PG=NN)
-#   citus        tests/citus/run.sh, same install, on CITUS_MAJORS (16+): Citus 14.0.1 built once per
-#                machine (scripts/citus.sh, into that major), a coordinator and two workers, a third
-#                added under load, rebalance, shard move, kill -9, every insert form through every
-#                node; no value twice, each worker id its node's Citus group (make test-citus PG=NN)
+#   citus        tests/citus/run.sh, same install, on CITUS_MAJORS (16+) when CITUS_PG_CONFIG gives a
+#                PostgreSQL of that major with Citus installed (nothing here builds Citus; the test
+#                runs a private copy of it with pg_idgen installed): a coordinator and two workers,
+#                a third added under load, rebalance, shard move, kill -9, every insert form
+#                through every node; no value twice, each worker id its node's Citus group
+#                (make test-citus PG=NN CITUS_PG_CONFIG=...)
 #   extupdate    ALTER EXTENSION UPDATE from every release (make test-extension-update PG=NN;
 #                on majors not in UPDATE_ALL_MAJORS from the newest only)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
@@ -351,8 +357,17 @@ for m in "${MAJORS[@]}"; do
     if has_layer partition && [ "$m" = "$PARTITION_MAJOR" ]; then partition=1; fi
     multimaster=0   # origin = none: PostgreSQL 16+
     if has_layer multimaster && [[ " $MULTIMASTER_MAJORS " == *" $m "* ]] && [ "$m" -ge 16 ]; then multimaster=1; fi
-    citus=0   # Citus 14.0.1: PostgreSQL 16+
-    if has_layer citus && [[ " $CITUS_MAJORS " == *" $m "* ]] && [ "$m" -ge 16 ]; then citus=1; fi
+    citus=0 citus_cfg= citus_skip=   # Citus 14: PostgreSQL 16+, an installation the user gives
+    if has_layer citus && [[ " $CITUS_MAJORS " == *" $m "* ]] && [ "$m" -ge 16 ]; then
+        v="CITUS_PG_CONFIG_$m"; citus_cfg=${!v:-${CITUS_PG_CONFIG:-}}
+        if [ -z "$citus_cfg" ]; then
+            citus_skip="citus: skipped (no CITUS_PG_CONFIG)"
+        elif [ "$("$citus_cfg" --version 2>/dev/null | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')" != "$m" ]; then
+            citus_skip="citus: skipped (CITUS_PG_CONFIG=$citus_cfg is not PostgreSQL $m)"
+        else
+            citus=1
+        fi
+    fi
     if has_layer regress || has_layer integration || has_layer clients || [ $monitoring = 1 ] || [ $partition = 1 ] || [ $multimaster = 1 ] || [ $citus = 1 ] || { has_layer ha && [ "$m" = 15 ]; }; then
         # after the pgrx layer, which installs its own test build into the same PostgreSQL
         run_layer "$m" install make --no-print-directory install-test PG="$m"
@@ -395,12 +410,12 @@ for m in "${MAJORS[@]}"; do
                 line+="active-active $(multimaster_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
             if [ $citus = 1 ]; then
-                # Citus is built once per machine (scripts/citus.sh, cached): the first run includes it
-                run_layer "$m" citus env PG="$m" PG_CONFIG= tests/citus/run.sh
+                run_layer "$m" citus env PG="$m" PG_CONFIG= CITUS_PG_CONFIG="$citus_cfg" tests/citus/run.sh
                 line+="citus $(citus_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
         fi
     fi
+    [ -z "$citus_skip" ] || line+="$citus_skip  "
     if has_layer extupdate; then
         from=$UPDATE_NEWEST
         [[ " $UPDATE_ALL_MAJORS " == *" $m "* || $UPDATE_ALL_MAJORS == all ]] && from=$UPDATE_RELEASES

@@ -312,21 +312,64 @@ unsafe extern "C-unwind" fn check_layout(
     }
 }
 
-/// Where Citus is preloaded, a worker id set for a database or a role: Citus propagates `ALTER
-/// DATABASE ... SET` and `ALTER ROLE ... SET` made on the coordinator to every node, where it
-/// overrides each node's postgresql.conf, so every node would generate with one worker id.
-/// `PGC_S_TEST` is the validation of such a statement (an ERROR there); the other four are the
-/// values applied at connection (guc.c makes a refusal a WARNING and keeps the node's value):
-/// `ALTER ROLE ALL ... SET` (`PGC_S_GLOBAL`), database, role, role in database.
-fn refused_where_citus(source: pg_sys::GucSource::Type) -> bool {
-    matches!(
+/// What a worker id from `source` meets where Citus is preloaded. With Citus the worker id comes
+/// only from the node's own postgresql.conf (or the command line, `ALTER SYSTEM`) or from its
+/// Citus group (`pg_idgen.worker_id_source = citus`): Citus carries settings made on one node to
+/// the others, where they would override each node's own worker id with one for all.
+enum WhereCitus {
+    /// Not a setting Citus can carry: the node's own files and command line, or no Citus.
+    Allowed,
+    /// A session's `SET` / `SET LOCAL` / `set_config()` (`PGC_S_SESSION`), or a client's
+    /// connection options (`PGC_S_CLIENT`): Citus sends `SET` and `SET LOCAL` to the nodes a
+    /// transaction reaches (`citus.propagate_set_commands = 'local'`), so a session's worker id
+    /// would generate on every worker at once. Refused (an ERROR).
+    Session,
+    /// The validation of `ALTER DATABASE / ALTER ROLE [ALL] [IN DATABASE] ... SET`
+    /// (`PGC_S_TEST`) while Citus propagates DDL from this session: refused (an ERROR).
+    Propagated,
+    /// The same statement with `citus.enable_ddl_propagation` off, as Citus sends it when it
+    /// replays the coordinator's stored settings on a node it adds or activates: the value is
+    /// stored on this node only, and never applied here (`Stored`); refusing it would fail
+    /// `citus_add_node` / `citus_activate_node`. Accepted with a WARNING.
+    Replayed,
+    /// A value stored in pg_db_role_setting applied at connection: `ALTER ROLE ALL ... SET`
+    /// (`PGC_S_GLOBAL`), database, role, role in database (stored before Citus was loaded, or
+    /// replayed by Citus). Not applied: guc.c makes the refusal a WARNING at connection and the
+    /// node keeps its own worker id.
+    Stored,
+}
+
+fn where_citus(source: pg_sys::GucSource::Type) -> WhereCitus {
+    use pg_sys::GucSource::*;
+    let carried = matches!(
         source,
-        pg_sys::GucSource::PGC_S_TEST
-            | pg_sys::GucSource::PGC_S_GLOBAL
-            | pg_sys::GucSource::PGC_S_DATABASE
-            | pg_sys::GucSource::PGC_S_USER
-            | pg_sys::GucSource::PGC_S_DATABASE_USER
-    ) && crate::citus::preloaded()
+        PGC_S_SESSION | PGC_S_CLIENT | PGC_S_TEST | PGC_S_GLOBAL | PGC_S_DATABASE | PGC_S_USER | PGC_S_DATABASE_USER
+    );
+    if !carried || !crate::citus::preloaded() {
+        return WhereCitus::Allowed;
+    }
+    match source {
+        PGC_S_SESSION | PGC_S_CLIENT => WhereCitus::Session,
+        PGC_S_TEST if crate::citus::ddl_propagation_off() => WhereCitus::Replayed,
+        PGC_S_TEST => WhereCitus::Propagated,
+        _ => WhereCitus::Stored,
+    }
+}
+
+const WHERE_CITUS_HINT: &str = "With Citus a node's worker id comes only from its own postgresql.conf (pg_idgen.worker_id) or from its Citus group: set pg_idgen.worker_id_source = citus in postgresql.conf of every node (each node's worker id is then its Citus group id).";
+const RESET_HINT: &str = "This node keeps its own worker id. Remove the stored value (pg_db_role_setting lists them): ALTER DATABASE name RESET pg_idgen.worker_id; ALTER ROLE name [IN DATABASE name] RESET pg_idgen.worker_id; ALTER ROLE ALL [IN DATABASE name] RESET pg_idgen.worker_id.";
+
+/// Refuses the value in a check hook with pg_idgen's message and hint (guc.c reports them with
+/// SQLSTATE 22023: an ERROR, or at connection a WARNING).
+unsafe fn refuse_with(message: &str, hint: &str) -> bool {
+    let message = CString::new(message).unwrap_or_default();
+    let hint = CString::new(hint).unwrap_or_default();
+    // SAFETY: inside a GUC check hook; guc.c reports and frees these palloc'd strings.
+    unsafe {
+        pg_sys::GUC_check_errmsg_string = pg_sys::pstrdup(message.as_ptr());
+        pg_sys::GUC_check_errhint_string = pg_sys::pstrdup(hint.as_ptr());
+    }
+    false
 }
 
 #[pg_guard]
@@ -344,21 +387,42 @@ unsafe extern "C-unwind" fn check_worker_id(
         }
         return true;
     }
-    if refused_where_citus(source) {
-        let message = CString::new(
-            "pg_idgen.worker_id cannot be set for a database or a role where Citus is loaded: Citus propagates the setting to every node, which would then generate with the same worker id",
-        )
-        .unwrap_or_default();
-        let hint = CString::new(
-            "Set pg_idgen.worker_id_source = citus in postgresql.conf of every node (each node's worker id is then its Citus group id), or pg_idgen.worker_id in each node's own postgresql.conf.",
-        )
-        .unwrap_or_default();
-        // SAFETY: inside a GUC check hook; guc.c reports and frees these palloc'd strings.
-        unsafe {
-            pg_sys::GUC_check_errmsg_string = pg_sys::pstrdup(message.as_ptr());
-            pg_sys::GUC_check_errhint_string = pg_sys::pstrdup(hint.as_ptr());
+    match where_citus(source) {
+        WhereCitus::Allowed => {}
+        WhereCitus::Session => {
+            // SAFETY: inside this GUC check hook.
+            return unsafe {
+                refuse_with(
+                    "pg_idgen.worker_id cannot be set in a session where Citus is loaded: Citus can send the SET to every node the transaction reaches (citus.propagate_set_commands), which would then generate with the same worker id",
+                    WHERE_CITUS_HINT,
+                )
+            };
         }
-        return false;
+        WhereCitus::Propagated => {
+            // SAFETY: inside this GUC check hook.
+            return unsafe {
+                refuse_with(
+                    "pg_idgen.worker_id cannot be set for a database or a role where Citus is loaded: Citus propagates the setting to every node, which would then generate with the same worker id",
+                    WHERE_CITUS_HINT,
+                )
+            };
+        }
+        WhereCitus::Stored => {
+            // SAFETY: inside this GUC check hook.
+            return unsafe {
+                refuse_with(
+                    "pg_idgen.worker_id cannot be set for a database or a role where Citus is loaded: the stored value is not applied, Citus would carry it to every node",
+                    RESET_HINT,
+                )
+            };
+        }
+        WhereCitus::Replayed => {
+            crate::errors::warn(
+                format!("pg_idgen.worker_id {w} for a database or a role is stored on this node only (citus.enable_ddl_propagation is off) and not applied where Citus is loaded"),
+                Some(RESET_HINT),
+            );
+            return true;
+        }
     }
     let spec = match UNREGISTERED_LAYOUT.get() {
         Some(s) => s.clone(),
@@ -670,7 +734,7 @@ pub fn init(preloading: bool) {
         GucRegistry::define_int_guc_with_hooks(
             c"pg_idgen.worker_id",
             c"Worker id embedded in generated snowflake ids (-1 = not set).",
-            c"Must be unique across every node generating ids with the same layout. Superuser only, so ALTER DATABASE ... SET gives logical shards their own ids (not where Citus is loaded: refused there, as Citus would give every node the same).",
+            c"Must be unique across every node generating ids with the same layout. Superuser only, so ALTER DATABASE ... SET gives logical shards their own ids. Where Citus is loaded only postgresql.conf (or the command line, ALTER SYSTEM) sets it: Citus would carry a SET, SET LOCAL or ALTER DATABASE/ROLE ... SET to every node.",
             &WORKER_ID,
             -1,
             i32::MAX,

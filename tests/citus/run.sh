@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# tests/citus/run.sh — pg_idgen on a Citus 14.0.1 cluster (make test-citus PG=NN; PostgreSQL
-# 16-18): a coordinator and two workers on loopback (scripts/cluster.sh clusters, ports 29190-29193
-# + IT_PORT_OFFSET), shared_preload_libraries = 'citus,pg_idgen', every node's worker id from its
-# Citus group (pg_idgen.worker_id_source = citus); Citus itself from scripts/citus.sh (built once
-# per machine from ../shared/vendor/citus-14.0.1.tar.gz).
+# tests/citus/run.sh — pg_idgen on a Citus cluster (make test-citus PG=NN CITUS_PG_CONFIG=...;
+# PostgreSQL 16+): a coordinator and two workers on loopback (scripts/cluster.sh clusters, ports
+# 29190-29193 + IT_PORT_OFFSET), shared_preload_libraries = 'citus,pg_idgen', every node's worker id
+# from its Citus group (pg_idgen.worker_id_source = citus). Citus is the user's: CITUS_PG_CONFIG=
+# <pg_config of a PostgreSQL with Citus installed>, the same major as PG (tested with Citus 14.0.1);
+# the script runs a private copy of that installation with pg_idgen installed into it
+# (tests/citus/lib.bash, scripts/private-install.sh) and never writes into the given one. Without
+# CITUS_PG_CONFIG it stops at once, saying so.
+#  0. A worker id stored on the coordinator for the database and with ALTER ROLE ALL (as before
+#     Citus was loaded): citus_add_node of both workers succeeds (Citus replays the stored values
+#     on the node it activates, with DDL propagation off: pg_idgen stores them there with a
+#     WARNING, not applied), every node keeps its Citus group's worker id, citus_disable_node +
+#     citus_activate_node of a worker succeed; the RESETs of the upgrade notes clear every node.
 #  A. Bulk loads that cross many refills of a segment tag (step 100) and of a keyed space, with
 #     DEFAULT segment_next(): COPY of 20,000 rows and INSERT ... SELECT of 20,000 through the
 #     coordinator, COPY through a worker, INSERT ... SELECT from the distributed table itself
@@ -11,7 +19,8 @@
 #     the node that evaluated it.
 #  B. Worker ids: each node's is its Citus group id (coordinator 0); ALTER DATABASE / ALTER ROLE /
 #     ALTER ROLE IN DATABASE ... SET pg_idgen.worker_id is refused (22023), a database-level or ALTER ROLE ALL
-#     value already in pg_db_role_setting is not applied (WARNING at connection); a node in the default
+#     value already in pg_db_role_setting is not applied (WARNING at connection); a session's SET
+#     pg_idgen.worker_id is refused (22023); a node in the default
 #     mode with no worker id says so with a HINT that names worker_id_source = citus;
 #     pg_idgen_citus_check() on the coordinator fails on a strided tag with nodes => fewer than the
 #     nodes, on a plain keyed space, on a tag missing on a node, and on a worker id on two nodes.
@@ -26,20 +35,26 @@
 #     was connected to (INSERT ... SELECT from the distributed table: a worker's), its segment value
 #     in that node's stride and its keyed value in that node's class, no 23505 error, and
 #     pg_idgen_citus_check() clean at the end.
+#  D. The nodes restarted in the default mode (pg_idgen.worker_id = 100 + group in each node's
+#     own configuration) with citus.propagate_set_commands = 'local': BEGIN; SET LOCAL
+#     pg_idgen.worker_id = 7; INSERT ... SELECT through the coordinator is refused (22023), so
+#     no worker generates with the session's worker id; the same INSERT ... SELECT without it: every
+#     id once, each carrying the worker id of the node that evaluated it.
 # Env: CITUS_KEEP=DIR keeps the recorded values and the server logs.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export PG=${PG:-18}
-# shellcheck source=../integration/lib.bash
-. "$ROOT/tests/integration/lib.bash" "$ROOT"
+TEST_NAME=citus/run
 # shellcheck source=lib.bash
 . "$ROOT/tests/citus/lib.bash"
+citus_require
+# shellcheck source=../integration/lib.bash
+. "$ROOT/tests/integration/lib.bash" "$ROOT"
 TEST_NAME=citus/run
 log() { printf '[%s] %3d s: %s\n' "$TEST_NAME" "$SECONDS" "$*"; }   # with the time since the start
-[ "$PG" -ge 16 ] || { log "SKIP: Citus 14.0.1 supports PostgreSQL 16, 17 and 18, not $PG"; finish; }
 VENV=${PG_IDGEN_HA_VENV:-$PG_IDGEN_PG_HOME/patroni/venv}
 [ -x "$VENV/bin/python" ] || VENV=/var/cache/pg_idgen/patroni/venv
-citus_install
+citus_use_given
 
 C=cit_c0 W1=cit_w1 W2=cit_w2 W3=cit_w3
 PC=29190 P1=29191 P2=29192 P3=29193
@@ -71,10 +86,37 @@ wait
 cq $C "CREATE EXTENSION pg_idgen" >/dev/null
 expect_sql_error $C 55000 "Citus group 0 is not in pg_dist_node" "SELECT snowflake_next()"
 citus_form $C $PC
-citus_add $C $P1 >/dev/null
-citus_add $C $P2 >/dev/null
+# ---- 0. a worker id stored on the coordinator before Citus: adding and re-activating nodes ------
+# stored as ALTER DATABASE postgres SET / ALTER ROLE ALL SET store them (refused with Citus
+# loaded and DDL propagation on, so written as a server without Citus wrote them)
+q $C "INSERT INTO pg_db_role_setting VALUES ((SELECT oid FROM pg_database WHERE datname = 'postgres'), 0, '{pg_idgen.worker_id=7}'), (0, 0, '{pg_idgen.worker_id=7}')" >/dev/null 2>&1
+added() {   # added PORT: citus_add_node of that worker, its errors in $OUT
+    cq $C "SELECT citus_add_node('127.0.0.1', $(itport "$1"))" >"$OUT/add.$1" 2>&1
+}
+added $P1 && added $P2 \
+    && ok "citus_add_node of both workers with pg_idgen.worker_id = 7 stored on the coordinator for the database and for ALTER ROLE ALL" \
+    || ko "citus_add_node with a stored worker id on the coordinator: $(grep -hE 'ERROR|WARNING' "$OUT"/add.* | head -3 | tr '\n' ' ')"
 declare -A GROUP
-for n in $C $W1 $W2; do GROUP[$n]=$(q "$n" "SELECT groupid FROM pg_dist_local_group"); done
+for n in $C $W1 $W2; do GROUP[$n]=$(q "$n" "SELECT groupid FROM pg_dist_local_group" 2>/dev/null); done
+for n in $C $W1 $W2; do
+    check "$n: with the stored worker id 7, worker id = its Citus group ${GROUP[$n]}" \
+        "$(q "$n" "SELECT worker_id || ' ' || source FROM snowflake_worker()" 2>/dev/null)" == "${GROUP[$n]} citus"
+done
+check "the ids of worker 1 carry its group's worker id ${GROUP[$W1]}, not 7" \
+    "$(q $W1 "SELECT (uid_decode(snowflake_next())).worker_id" 2>/dev/null)" -eq "${GROUP[$W1]}"
+out=$(cq $C "SELECT citus_disable_node('127.0.0.1', $(itport $P2), synchronous => true)" \
+            "SELECT citus_activate_node('127.0.0.1', $(itport $P2))" 2>&1) || true
+check "citus_disable_node + citus_activate_node of worker 2 with the stored worker id: no ERROR, worker 2 active" \
+    "$(grep -c 'ERROR' <<<"$out") $(q $C "SELECT isactive FROM pg_dist_node WHERE nodeport = $(itport $P2)" 2>/dev/null)" == "0 t"
+check "worker 2 re-activated: worker id = its Citus group ${GROUP[$W2]}" \
+    "$(q $W2 "SELECT worker_id FROM snowflake_worker()" 2>/dev/null)" -eq "${GROUP[$W2]}"
+# the upgrade notes' RESETs, on every node (with DDL propagation off: each its own)
+for n in $C $W1 $W2; do
+    cq "$n" "SET citus.enable_ddl_propagation = off" "ALTER DATABASE postgres RESET pg_idgen.worker_id" \
+        "ALTER ROLE ALL RESET pg_idgen.worker_id" "ALTER ROLE ALL IN DATABASE postgres RESET pg_idgen.worker_id" >/dev/null 2>&1
+done
+check "after the RESETs no node has a stored worker id" \
+    "$(for n in $C $W1 $W2; do q "$n" "SELECT count(*) FROM pg_db_role_setting WHERE array_to_string(setconfig, ',') ~ 'pg_idgen'"; done | paste -sd' ')" == "0 0 0"
 check "pg_idgen created on the coordinator reaches both workers when they are added" \
     "$(q $W1 "SELECT count(*) FROM pg_extension WHERE extname = 'pg_idgen'")$(q $W2 "SELECT count(*) FROM pg_extension WHERE extname = 'pg_idgen'")" == 11
 log "coordinator and two workers up in $(secs "$T0") s (groups: ${GROUP[$C]} ${GROUP[$W1]} ${GROUP[$W2]})"
@@ -146,7 +188,7 @@ check_match "a stored ALTER ROLE ALL SET pg_idgen.worker_id = 7: WARNING at conn
     "$out" "WARNING:.*pg_idgen.worker_id cannot be set for a database.*"$'\n'"${GROUP[$W1]}\$"
 q $W1 "DELETE FROM pg_db_role_setting WHERE setconfig = '{pg_idgen.worker_id=7}'" >/dev/null
 expect_sql_error $W1 55000 'not used with pg_idgen.worker_id_source = citus' "SELECT set_worker_id(7)"
-expect_sql_error $W1 55000 'pg_idgen.worker_id is 5, but pg_idgen.worker_id_source = citus' "SET pg_idgen.worker_id = 5" "SELECT snowflake_next()"
+expect_sql_error $W1 22023 'cannot be set in a session where Citus is loaded' "SET pg_idgen.worker_id = 5"
 check "pg_idgen_citus_check(): coordinator and both workers, no problem" \
     "$(cq $C "SELECT count(*) || ' rows, ' || count(problem) || ' problems' FROM pg_idgen_citus_check()")" == "9 rows, 0 problems"
 # controls: each mistake is caught
@@ -314,4 +356,33 @@ check "no client error from pg_idgen (worker id, segment tag, keyed space)" \
 check "pg_idgen_citus_check() at the end: no problem" \
     "$(cq $C "SELECT count(problem) FROM pg_idgen_citus_check()")" -eq 0
 log "figures: $rows rows in $(secs "$TL") s of load; $(secs "$T0") s in all"
+
+# ---- D. a session's worker id under citus.propagate_set_commands = 'local' ----------------------
+# every node in the default mode, each with its own worker id (100 + its group) in its own settings
+t=$SECONDS
+for n in $C $W1 $W2 $W3; do
+    "$CLUSTER" restart "$n" "${CITUS_CONF[@]}" -c pg_idgen.worker_id_source=default -c "pg_idgen.worker_id=$((100 + GROUP[$n]))" >/dev/null 2>&1 \
+        || ko "$n did not restart in the default mode"
+done
+for n in $C $W1 $W2 $W3; do
+    check "$n in the default mode: worker id $((100 + GROUP[$n])) from its own settings" \
+        "$(q "$n" "SELECT worker_id FROM snowflake_worker()" 2>/dev/null)" -eq $((100 + GROUP[$n]))
+done
+cq $C "CREATE TABLE sl (id bigint PRIMARY KEY DEFAULT snowflake_next(), k int)" \
+      "SELECT create_distributed_table('sl', 'id', shard_count => 8)" \
+      "CREATE TABLE sls (id bigint PRIMARY KEY, k int)" "SELECT create_distributed_table('sls', 'id', shard_count => 8)" \
+      "INSERT INTO sls SELECT g, g FROM generate_series(1, 20000) g" >/dev/null
+expect_sql_error $C 22023 'cannot be set in a session where Citus is loaded' \
+    "SET citus.propagate_set_commands = 'local'" "BEGIN" "SET LOCAL pg_idgen.worker_id = 7"
+cq $C "SET citus.propagate_set_commands = 'local'" "BEGIN" "SET LOCAL pg_idgen.worker_id = 7" \
+      "INSERT INTO sl (k) SELECT k FROM sls" "COMMIT" >/dev/null 2>&1 || true
+check "the refused SET LOCAL's transaction wrote nothing (no worker generated with worker id 7)" \
+    "$(q $C "SELECT count(*) FROM sl")" -eq 0
+cq $C "SET citus.propagate_set_commands = 'local'" "BEGIN" "INSERT INTO sl (k) SELECT k FROM sls" "COMMIT" >/dev/null
+check "INSERT ... SELECT of 20,000 rows under propagate_set_commands = 'local': every id once, none of worker id 7" \
+    "$(q $C "SELECT count(*) || '/' || count(DISTINCT id) || '/' || count(*) FILTER (WHERE (uid_decode(id)).worker_id = 7) FROM sl")" == "20000/20000/0"
+check "each id of that INSERT carries the worker id of a node's own settings (100 + its group)" \
+    "$(q $C "SELECT count(*) FROM sl WHERE (uid_decode(id)).worker_id NOT IN ($((100 + GROUP[$C])), $((100 + GROUP[$W1])), $((100 + GROUP[$W2])), $((100 + GROUP[$W3])))")" -eq 0
+log "D: $(secs "$t") s"
+check "nothing was written into the given Citus installation ($CITUS_PG_CONFIG)" "$(citus_given_untouched)" -eq 0
 finish
