@@ -194,9 +194,9 @@ BEGIN
     -- gets its worker-id slot first, all or none: a state naming more worker ids than the slots
     -- free here fails (53400) before any is taken (a slot is freed only by a restart).
     PERFORM @extschema@.pg_idgen_snowflake_claim_slots(ARRAY(
-        SELECT (x OPERATOR(pg_catalog.->>) 'worker_id')::pg_catalog.int8
-          FROM pg_catalog.jsonb_array_elements(state OPERATOR(pg_catalog.->) 'snowflake') x
-         WHERE (x OPERATOR(pg_catalog.->>) 'worker_id') IS NOT NULL));
+        SELECT (sw OPERATOR(pg_catalog.->>) 'worker_id')::pg_catalog.int8
+          FROM pg_catalog.jsonb_array_elements(state OPERATOR(pg_catalog.->) 'snowflake') sw
+         WHERE (sw OPERATOR(pg_catalog.->>) 'worker_id') IS NOT NULL));
     FOR e IN SELECT * FROM pg_catalog.jsonb_array_elements(state OPERATOR(pg_catalog.->) 'snowflake') LOOP
         ahead := @extschema@.pg_idgen_snowflake_raise_floor((e OPERATOR(pg_catalog.->>) 'worker_id')::pg_catalog.int8,
                                                              (e OPERATOR(pg_catalog.->>) 'until_ms')::pg_catalog.int8);

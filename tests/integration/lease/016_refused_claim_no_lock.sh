@@ -17,8 +17,9 @@
 #     claims it meanwhile (fixed: a released id is free by its snapshot) and waits for the row
 #     lock; node_a commits; node_m's claim is decided under the lock: refused (3 false). node_m
 #     keeps its transaction open: node_a's renewal of 3 is granted, and the row is not locked.
-#     (node_m's wait is bounded by the registry's lock_timeout of 1 s: if it ran out before the
-#     commit, the step is tried again, at most 3 times.)
+#     (the gate opens as soon as node_m waits for a lock; node_m's wait is bounded by the
+#     registry's lock_timeout of 1 s: if it ran out before the commit, the step is tried again, at
+#     most 3 times.)
 #  3. A lock wait is reported as such: a superuser holds N's lease row locked (SELECT … FOR
 #     UPDATE, kept open): N's state becomes 'registry lock wait', its detail and the log name the
 #     lock wait and SQLSTATE 55P03, never 'registry unreachable'; once the validity ran out,
@@ -40,7 +41,7 @@ q "$R" "CREATE ROLE node_a LOGIN IN ROLE grp" "CREATE ROLE node_m LOGIN IN ROLE 
 as() { local role=$1; shift; "$CLUSTER" psql "$R" -U "$role" -Atq -v ON_ERROR_STOP=1 "${@/#/-c}" 2>&1 || true; }
 # claim_sql WORKER_ID SYSID NODE_NAME TOKEN: a fixed-mode claim (ttl 6 s)
 claim_sql() { echo "SELECT lease_worker_id || ' ' || granted FROM pg_idgen_lease_claim($1, NULL, NULL, '$2', '$3', 'h', 1, $4, $TTL, true, 0, 0, NULL, NULL, NULL)"; }
-row_unlocked() { q "$R" "BEGIN" "SELECT count(*) FROM pg_idgen_leases WHERE worker_id = $1 FOR UPDATE NOWAIT" "ROLLBACK" 2>&1 | grep -qx 1; }
+row_unlocked() { q "$R" "BEGIN" "SELECT worker_id FROM pg_idgen_leases WHERE worker_id = $1 FOR UPDATE NOWAIT" "ROLLBACK" 2>&1 | grep -qx "$1"; }
 
 cluster_start "$N" 29133 -c pg_idgen.lease_mode=fixed -c pg_idgen.lease_ttl=$TTL -c pg_idgen.lease_margin=1 \
     -c pg_idgen.worker_id=2 -c pg_idgen.node_name=n \
@@ -88,18 +89,21 @@ end_sessions_of node_m
 check "2: node_a holds worker id 3 (token 30)" "$(as node_a "$(claim_sql 3 7300000000000000001 na 30)")" == "3 true"
 check "2: ... and releases it" "$(as node_a "SELECT pg_idgen_lease_release(3, 30, 0)")" == t
 decided=
+gate_closed() { is_t "$R" "SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND objid = 1016 AND granted)"; }
+m2_done() { sleeping node_m || grep -q . "$TMP/m2.out"; }
 for attempt in 1 2 3; do
     q "$R" "SELECT pg_idgen_lease_release(3, 33, 0)" >/dev/null   # a released row again (a retry)
-    # the gate: an advisory lock a superuser session holds; node_a's claim transaction waits for
-    # it before it commits
-    session postgres gate "SELECT pg_advisory_lock(1016)" "SELECT pg_sleep(600)"
-    wait_for "2: the gate is closed (attempt $attempt)" sleeping postgres
+    # the gate: an advisory lock a superuser session holds until node_m waits for a lock; node_a's
+    # claim transaction waits for the gate before it commits
+    session postgres gate "SELECT pg_advisory_lock(1016)" \
+        "DO \$\$ BEGIN FOR i IN 1 .. 60000 LOOP PERFORM pg_stat_clear_snapshot();
+            EXIT WHEN EXISTS (SELECT FROM pg_stat_activity WHERE usename = 'node_m' AND wait_event_type = 'Lock');
+            PERFORM pg_sleep(0.005); END LOOP; END \$\$" "SELECT pg_advisory_unlock(1016)" "SELECT pg_sleep(600)"
+    wait_for "2: the gate is closed (attempt $attempt)" gate_closed
     session node_a a2 "BEGIN" "$(claim_sql 3 7300000000000000001 na 33)" "SELECT pg_advisory_lock(1016)" "COMMIT"
     wait_for "2: node_a's claim of 3 waits at the gate, its row lock held (attempt $attempt)" waiting_for_lock node_a
     session node_m m2 "BEGIN" "$(claim_sql 3 7300000000000000999 attacker 4242)" "SELECT pg_sleep(600)"
-    poll 400 waiting_for_lock node_m || true
-    q "$R" "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = 'postgres' AND query LIKE '%pg_sleep(600)%' AND pid <> pg_backend_pid()" >/dev/null
-    poll 400 sleeping node_m || true
+    wait_for "2: node_m's claim of 3 has answered (attempt $attempt)" m2_done
     if grep -q 55P03 "$TMP/m2.out" || ! grep -qE '^3 (true|false)$' "$TMP/m2.out"; then
         log "2: attempt $attempt: node_m's wait ended before node_a's commit ($(head -c 200 "$TMP/m2.out" | tr '\n' ' ')): again"
         end_sessions_of node_m; end_sessions_of postgres
@@ -118,7 +122,7 @@ end_sessions_of postgres
 
 # ---- 3. a lock wait is reported as one ----
 U0=$("$CLUSTER" log "$N" 100000 | grep -c 'registry unreachable' || true)
-session postgres lk "BEGIN" "SELECT count(*) FROM pg_idgen_leases WHERE worker_id = 2 FOR UPDATE" "SELECT pg_sleep(600)"
+session postgres lk "BEGIN" "SELECT worker_id FROM pg_idgen_leases WHERE worker_id = 2 FOR UPDATE" "SELECT pg_sleep(600)"
 wait_for "3: a superuser's transaction holds N's lease row locked" sleeping postgres
 wait_for "3: N's state: 'registry lock wait'" state_is "$N" "registry lock wait"
 check_match "3: its detail names the lock wait and 55P03" "$(lease "$N" detail)" 'waited for a lock .*lock_timeout.*SQLSTATE 55P03'

@@ -102,10 +102,10 @@ check "D: after recovery, ids continue above every id before" "$(gen_as 7)" -gt 
 # ---- E ----
 slots_used() { q "$C" "SELECT count(worker_id) FROM pg_idgen_snowflake_marks()"; }
 # import_sql N: the import of this database's state as if from another one, naming N worker ids
-# this instance has no slot for (1000 …), their ids all in the past
+# this instance has no slot for (600 …), their ids all in the past
 import_sql() {
     echo "SELECT count(*) FROM pg_idgen_state_import(jsonb_set(jsonb_set(pg_idgen_state_export(), '{database}', '\"elsewhere\"'),
-        '{snowflake}', (SELECT jsonb_agg(jsonb_build_object('worker_id', w, 'until_ms', 1000)) FROM generate_series(1000, 999 + $1) w)))"
+        '{snowflake}', (SELECT jsonb_agg(jsonb_build_object('worker_id', w, 'until_ms', 1000)) FROM generate_series(600, 599 + $1) w)))"
 }
 used=$(slots_used)
 free=$((256 - used))
