@@ -12,7 +12,8 @@
 #     fail; with the directory writable it recovers, and ids continue above every id before.
 #  E. pg_idgen_state_import takes the worker-id slots of a state all or none: a state naming one
 #     worker id more than the slots free here fails (53400) and takes no slot (the slots in use
-#     are as before); then a state naming exactly as many as are free is imported, and takes them.
+#     are as before); then a state naming exactly as many other worker ids as are free is
+#     imported, and takes them.
 # integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
@@ -101,17 +102,17 @@ check "D: after recovery, ids continue above every id before" "$(gen_as 7)" -gt 
 
 # ---- E ----
 slots_used() { q "$C" "SELECT count(worker_id) FROM pg_idgen_snowflake_marks()"; }
-# import_sql N: the import of this database's state as if from another one, naming N worker ids
-# this instance has no slot for (600 …), their ids all in the past
+# import_sql FIRST N: the import of this database's state as if from another one, naming N worker
+# ids this instance has no slot for (FIRST …), their ids all in the past
 import_sql() {
     echo "SELECT count(*) FROM pg_idgen_state_import(jsonb_set(jsonb_set(pg_idgen_state_export(), '{database}', '\"elsewhere\"'),
-        '{snowflake}', (SELECT jsonb_agg(jsonb_build_object('worker_id', w, 'until_ms', 1000)) FROM generate_series(600, 599 + $1) w)))"
+        '{snowflake}', (SELECT jsonb_agg(jsonb_build_object('worker_id', w, 'until_ms', 1000)) FROM generate_series($1, $1 + $2 - 1) w)))"
 }
 used=$(slots_used)
 free=$((256 - used))
 log "E: $used worker-id slots in use, $free free"
-expect_sql_error "$C" 53400 "256" "$(import_sql $((free + 1)))"
+expect_sql_error "$C" 53400 "256" "$(import_sql 600 $((free + 1)))"
 check "E: the refused import took no slot" "$(slots_used)" -eq "$used"
-check "E: an import naming as many worker ids as slots are free works" "$(q "$C" "$(import_sql "$free")")" -gt 0
+check "E: an import naming as many other worker ids as slots are free works" "$(q "$C" "$(import_sql 320 "$free")")" -gt 0
 check "E: ... and takes them all" "$(slots_used)" -eq 256
 finish
