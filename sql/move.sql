@@ -186,7 +186,13 @@ BEGIN
     END LOOP;
 
     -- 4. Snowflake: every worker id the old instance generated for continues above its
-    -- reservation here; the old floor covers the worker ids it had no slot for.
+    -- reservation here; the old floor covers the worker ids it had no slot for. Each worker id
+    -- gets its worker-id slot first, all or none: a state naming more worker ids than the slots
+    -- free here fails (53400) before any is taken (a slot is freed only by a restart).
+    PERFORM @extschema@.pg_idgen_snowflake_claim_slots(ARRAY(
+        SELECT (sw OPERATOR(pg_catalog.->>) 'worker_id')::pg_catalog.int8
+          FROM pg_catalog.jsonb_array_elements(state OPERATOR(pg_catalog.->) 'snowflake') sw
+         WHERE (sw OPERATOR(pg_catalog.->>) 'worker_id') IS NOT NULL));
     FOR e IN SELECT * FROM pg_catalog.jsonb_array_elements(state OPERATOR(pg_catalog.->) 'snowflake') LOOP
         ahead := @extschema@.pg_idgen_snowflake_raise_floor((e OPERATOR(pg_catalog.->>) 'worker_id')::pg_catalog.int8,
                                                              (e OPERATOR(pg_catalog.->>) 'until_ms')::pg_catalog.int8);
@@ -328,4 +334,5 @@ REVOKE ALL ON FUNCTION pg_idgen_state_import(jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION pg_idgen_state_import(jsonb) IS 'moving to a new cluster: applies pg_idgen_state_export()''s state of the old cluster''s database here, only creating and raising (superuser); run again after the old cluster''s writes stopped';
 REVOKE ALL ON FUNCTION pg_idgen_snowflake_marks() FROM PUBLIC;
 REVOKE ALL ON FUNCTION pg_idgen_snowflake_raise_floor(bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pg_idgen_snowflake_claim_slots(bigint[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION pg_idgen_keyed_raise_bounds(text, bigint[]) FROM PUBLIC;

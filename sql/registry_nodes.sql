@@ -89,34 +89,67 @@ SELECT DISTINCT x.c FROM (SELECT allowed.a::pg_catalog.int8 AS c FROM allowed
 $fn$;
 
 -- Internal, for pg_idgen_lease_claim: one claim of worker id w by the rules written there (the
--- caller checked the role's right to it); whether it was granted.
+-- caller checked the role's right to it); whether it was granted. A refused claim holds no lock:
+-- the rules are decided first on the row as the statement's snapshot sees it (a read that locks
+-- nothing); only a claim they grant takes the row's lock, in the upsert, whose WHERE decides by
+-- the same rules again on the row's newest version under that lock (a holder's renewal or
+-- another node's claim may have committed since the read). When that refuses, the upsert's
+-- subtransaction is rolled back, which ends its row lock: a node's open transaction after a
+-- refused claim never delays the holder's renewal.
 CREATE FUNCTION pg_idgen_lease_try(
     w int, system_identifier text, node_name text, host text, port int, token bigint, ttl_s float8,
     fixed bool, retire_s float8, limit_ms bigint, take_worker_id int, take_fp bigint, take_renewed_us bigint)
     RETURNS bool
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
+DECLARE
+    grants bool;
+    refused bool := false;
 BEGIN
-    INSERT INTO @extschema@.pg_idgen_leases AS l
-        (worker_id, system_identifier, node_name, host, port, token, since, renewed_at, lease_until, released_at, hwm_ms)
-    VALUES ($1, $2::pg_catalog.numeric, $3, $4, $5, $6, pg_catalog.now(), pg_catalog.now(),
-            pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $7), NULL, $10)
-    ON CONFLICT (worker_id) DO UPDATE SET
-        system_identifier = excluded.system_identifier, node_name = excluded.node_name,
-        host = excluded.host, port = excluded.port, token = excluded.token,
-        since = CASE WHEN l.token OPERATOR(pg_catalog.=) excluded.token AND l.released_at IS NULL THEN l.since ELSE excluded.since END,
-        renewed_at = excluded.renewed_at, lease_until = excluded.lease_until, released_at = NULL,
-        hwm_ms = GREATEST(l.hwm_ms, excluded.hwm_ms),
-        floor_ms = CASE WHEN l.token OPERATOR(pg_catalog.=) excluded.token THEN l.floor_ms ELSE l.hwm_ms END
-    WHERE l.token OPERATOR(pg_catalog.=) excluded.token
-       OR ((l.released_at IS NOT NULL
-            OR (l.lease_until OPERATOR(pg_catalog.<) pg_catalog.now() AND $1 OPERATOR(pg_catalog.=) $11
-                AND @extschema@.pg_idgen_registry_token_fp(l.token) OPERATOR(pg_catalog.=) $12
-                AND (pg_catalog.date_part('epoch', l.renewed_at) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 OPERATOR(pg_catalog.=) $13))
-           AND ($8
-                OR (l.system_identifier OPERATOR(pg_catalog.=) excluded.system_identifier AND l.node_name OPERATOR(pg_catalog.=) excluded.node_name)
-                OR COALESCE(l.released_at, l.lease_until) OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $9) OPERATOR(pg_catalog.<) pg_catalog.now()));
-    RETURN FOUND;
+    SELECT l.token OPERATOR(pg_catalog.=) $6
+        OR ((l.released_at IS NOT NULL
+             OR (l.lease_until OPERATOR(pg_catalog.<) pg_catalog.now() AND $1 OPERATOR(pg_catalog.=) $11
+                 AND @extschema@.pg_idgen_registry_token_fp(l.token) OPERATOR(pg_catalog.=) $12
+                 AND (pg_catalog.date_part('epoch', l.renewed_at) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 OPERATOR(pg_catalog.=) $13))
+            AND ($8
+                 OR (l.system_identifier OPERATOR(pg_catalog.=) $2::pg_catalog.numeric AND l.node_name OPERATOR(pg_catalog.=) $3)
+                 OR COALESCE(l.released_at, l.lease_until) OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $9) OPERATOR(pg_catalog.<) pg_catalog.now()))
+      INTO grants
+      FROM @extschema@.pg_idgen_leases l WHERE l.worker_id OPERATOR(pg_catalog.=) $1;
+    IF FOUND AND grants IS NOT TRUE THEN
+        RETURN false;
+    END IF;
+    BEGIN
+        INSERT INTO @extschema@.pg_idgen_leases AS l
+            (worker_id, system_identifier, node_name, host, port, token, since, renewed_at, lease_until, released_at, hwm_ms)
+        VALUES ($1, $2::pg_catalog.numeric, $3, $4, $5, $6, pg_catalog.now(), pg_catalog.now(),
+                pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $7), NULL, $10)
+        ON CONFLICT (worker_id) DO UPDATE SET
+            system_identifier = excluded.system_identifier, node_name = excluded.node_name,
+            host = excluded.host, port = excluded.port, token = excluded.token,
+            since = CASE WHEN l.token OPERATOR(pg_catalog.=) excluded.token AND l.released_at IS NULL THEN l.since ELSE excluded.since END,
+            renewed_at = excluded.renewed_at, lease_until = excluded.lease_until, released_at = NULL,
+            hwm_ms = GREATEST(l.hwm_ms, excluded.hwm_ms),
+            floor_ms = CASE WHEN l.token OPERATOR(pg_catalog.=) excluded.token THEN l.floor_ms ELSE l.hwm_ms END
+        WHERE l.token OPERATOR(pg_catalog.=) excluded.token
+           OR ((l.released_at IS NOT NULL
+                OR (l.lease_until OPERATOR(pg_catalog.<) pg_catalog.now() AND $1 OPERATOR(pg_catalog.=) $11
+                    AND @extschema@.pg_idgen_registry_token_fp(l.token) OPERATOR(pg_catalog.=) $12
+                    AND (pg_catalog.date_part('epoch', l.renewed_at) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 OPERATOR(pg_catalog.=) $13))
+               AND ($8
+                    OR (l.system_identifier OPERATOR(pg_catalog.=) excluded.system_identifier AND l.node_name OPERATOR(pg_catalog.=) excluded.node_name)
+                    OR COALESCE(l.released_at, l.lease_until) OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $9) OPERATOR(pg_catalog.<) pg_catalog.now()));
+        IF NOT FOUND THEN
+            refused := true;
+            RAISE EXCEPTION 'pg_idgen_lease_try: refused under the row lock' USING ERRCODE = 'P0001';
+        END IF;
+    EXCEPTION WHEN raise_exception THEN
+        IF NOT refused THEN
+            RAISE;
+        END IF;
+        RETURN false;   -- the subtransaction, and with it the row lock, is gone
+    END;
+    RETURN true;
 END
 $fn$;
 
@@ -130,9 +163,11 @@ $fn$;
 -- holder, for messages, and its token's fingerprint, renewed_at and ttl); no row when no id of
 -- lo..hi is free.
 -- No call waits for another's transaction beyond what the registry sets here, whatever the
--- caller's settings: no table lock (a node's open transaction after a claim holds only the row
--- locks of the id it claimed, one its role may act for, so renewals and claims of other ids never
--- wait for it); a wait for a row lock ends after lock_timeout (1 s, 55P03). The choice reads the
+-- caller's settings: no table lock, and a refused claim locks nothing (pg_idgen_lease_try): a
+-- node's open transaction after a claim holds only the row lock of the id it was granted, so
+-- renewals and claims of other ids, and the holder's renewals after a refused claim of its id
+-- (by a member role of a shared range), never wait for it; a wait for a row lock (a claim the
+-- rules grant, waiting for the holder's renewal in flight) ends after lock_timeout (1 s, 55P03). The choice reads the
 -- rows of lo..hi, never every id of the range (a range of millions costs what its leased rows
 -- cost): the caller's own id if the registry has one there (sticky), else the free ids that start
 -- a gap between leased ones, at most 16, each claimed in turn with a lock_timeout of 100 ms; one

@@ -540,6 +540,30 @@ pub fn raise_floor_all(until_ms: i64) {
     }
 }
 
+/// The cut-over to a new cluster (`pg_idgen_state_import`, before it raises any floor): a slot
+/// for every worker id of `workers` that has none here, all or none, under `lock`. Ok: how many
+/// were claimed. Err((needed, free)): fewer slots are free than worker ids need one, and nothing
+/// was claimed (a slot once claimed is only freed by a restart).
+pub fn claim_slots(workers: &[i64]) -> Result<usize, (usize, usize)> {
+    let sh = shared();
+    let _guard = LockGuard::acquire(sh.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+    let mut missing: Vec<i64> = workers
+        .iter()
+        .copied()
+        .filter(|&w| !sh.slots.iter().any(|s| s.worker_id.load(Ordering::Acquire) == w))
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    let free = sh.slots.iter().filter(|s| s.worker_id.load(Ordering::Acquire) == -1).count();
+    if missing.len() > free {
+        return Err((missing.len(), free));
+    }
+    for &w in &missing {
+        claim_slot_locked(sh, w);
+    }
+    Ok(missing.len())
+}
+
 /// Confirms the server's layout after a layout change: rewrites the state file with it.
 pub fn accept_layout() -> bool {
     let sh = shared();

@@ -550,6 +550,40 @@ fn pg_idgen_snowflake_raise_floor(worker_id: Option<i64>, until_ms: Option<i64>)
     until_ms > now
 }
 
+/// The cut-over to a new cluster (called by `pg_idgen_state_import`, superuser only, before it
+/// raises any floor): a worker-id slot for every worker id of `worker_ids` that has none here,
+/// all or none: when fewer slots are free, 53400 and no slot is taken (a slot is only freed by a
+/// restart). Returns how many slots were claimed.
+#[pg_extern(volatile, parallel_unsafe)]
+fn pg_idgen_snowflake_claim_slots(worker_ids: Option<Vec<Option<i64>>>) -> i32 {
+    let worker_ids = crate::errors::required(worker_ids, "worker_ids");
+    require_superuser_for("claim worker-id slots");
+    let max = gucs::layout().max_worker() as i64;
+    let mut ids = Vec::with_capacity(worker_ids.len());
+    for w in worker_ids {
+        match w {
+            Some(w) if (0..=max).contains(&w) => ids.push(w),
+            Some(w) => raise(
+                Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("worker id {w} is out of range for the server's layout"),
+                None,
+            ),
+            None => raise(Code::ERRCODE_NULL_VALUE_NOT_ALLOWED, "worker_ids must not contain NULL", None),
+        }
+    }
+    match shmem::claim_slots(&ids) {
+        Ok(n) => n as i32,
+        Err((needed, free)) => raise(
+            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!(
+                "the state names {needed} worker ids without a worker-id slot here, and only {free} of the {} worker-id slots of this instance are free; no slot was taken",
+                shmem::MAX_WORKER_SLOTS
+            ),
+            Some("A restart frees the slots of worker ids whose reservation has passed; or import into an instance that generated with fewer worker ids."),
+        ),
+    }
+}
+
 /// How far ahead of this server's clock `pg_idgen_snowflake_raise_floor` accepts a floor.
 const MAX_FLOOR_AHEAD_MS: i64 = 3_600_000;
 

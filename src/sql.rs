@@ -92,6 +92,7 @@ extension_sql_file!(
         decode::snowflake_layout,
         snowflake::pg_idgen_snowflake_marks,
         snowflake::pg_idgen_snowflake_raise_floor,
+        snowflake::pg_idgen_snowflake_claim_slots,
         keyed::admin::pg_idgen_keyed_raise_bounds
     ]
 );

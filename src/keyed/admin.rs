@@ -164,9 +164,10 @@ fn keyed_drop(space: Option<&str>) {
         .map(|seqs| seqs.first().copied())
         .unwrap_or_else(|e| spi_failed("delete the keyed space", e));
     let Some(seq) = seq else { unknown_space(space) };
-    // The sequence first: DROP SEQUENCE waits for the raises in flight (they hold a lock on it)
+    // The space's lock first (`space::lock_space`): it waits for the claims and raises in flight
     // and makes later ones wait for this transaction's end (then they find the space gone), so
     // no raise meets its bound row being deleted (which it would refuse, 55006).
+    super::space::lock_space(seq, pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE);
     if let Some(name) = qualified_relation_name(seq) {
         Spi::run(&format!("DROP SEQUENCE {name}"))
             .unwrap_or_else(|e| spi_failed("drop the backing sequence", e));
@@ -213,8 +214,7 @@ fn keyed_set_node(space: Option<&str>, node_index: Option<i32>, above: Option<i6
     // Excludes claims and raises of the space (CLAIM_LOCK and RAISE_LOCK conflict with it) until
     // commit: no backend hands out a value of the old index from a bound raised meanwhile, nor
     // claims the space with the configuration this transaction replaces.
-    // SAFETY: a heavyweight lock by OID, released at transaction end.
-    unsafe { pg_sys::LockRelationOid(cfg.seqoid, pg_sys::ExclusiveLock as pg_sys::LOCKMODE) };
+    super::space::lock_space(cfg.seqoid, pg_sys::ExclusiveLock as pg_sys::LOCKMODE);
     // SAFETY: a syscache probe by OID.
     if unsafe { pg_sys::get_rel_relkind(cfg.seqoid) } != pg_sys::RELKIND_SEQUENCE as std::ffi::c_char {
         super::space::missing_sequence(space);
@@ -270,8 +270,7 @@ fn pg_idgen_keyed_raise_bounds(space: Option<&str>, bounds: Option<Vec<Option<i6
     let _su = RunAs::superuser();
     let Some(cfg) = super::space::read_config(space) else { unknown_space(space) };
     // Excludes claims and raises of the space until commit (as keyed_set_node).
-    // SAFETY: a heavyweight lock by OID, released at transaction end.
-    unsafe { pg_sys::LockRelationOid(cfg.seqoid, pg_sys::ExclusiveLock as pg_sys::LOCKMODE) };
+    super::space::lock_space(cfg.seqoid, pg_sys::ExclusiveLock as pg_sys::LOCKMODE);
     // SAFETY: a syscache probe by OID.
     if unsafe { pg_sys::get_rel_relkind(cfg.seqoid) } != pg_sys::RELKIND_SEQUENCE as std::ffi::c_char {
         super::space::missing_sequence(space);

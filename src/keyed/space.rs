@@ -121,14 +121,35 @@ pub(super) fn missing_bounds(name: &str) -> ! {
     )
 }
 
-/// The locks on a space's backing sequence that keep a claim's read of the durable bounds
-/// (`resolve_slow`, CLAIM_LOCK) and raises of them (`raise_bound`, RAISE_LOCK) apart: a raise
-/// between the read and the claim, by a backend of an entry released meanwhile, would leave the
-/// claimed floors below values it handed out. Claims do not exclude each other, nor raises (of
-/// one bucket they are serialised by the row's buffer lock); DROP SEQUENCE (keyed_drop) excludes
-/// both.
+/// The locks of a space that keep a claim's read of the durable bounds (`resolve_slow`,
+/// CLAIM_LOCK) and raises of them (`raise_bound`, RAISE_LOCK) apart: a raise between the read and
+/// the claim, by a backend of an entry released meanwhile, would leave the claimed floors below
+/// values it handed out. Claims do not exclude each other, nor raises (of one bucket they are
+/// serialised by the row's buffer lock); keyed_set_node and pg_idgen_keyed_raise_bounds
+/// (ExclusiveLock) exclude both, keyed_drop (AccessExclusiveLock) everything.
 const CLAIM_LOCK: pg_sys::LOCKMODE = pg_sys::ShareLock as pg_sys::LOCKMODE;
 const RAISE_LOCK: pg_sys::LOCKMODE = pg_sys::RowExclusiveLock as pg_sys::LOCKMODE;
+
+/// Takes the lock of the space whose backing sequence is `seqoid` in `mode` (see `CLAIM_LOCK`),
+/// until `unlock_space` or the transaction's end. It is an object lock whose class is the table
+/// pg_idgen_keyed_spaces (its OID) and whose object is the sequence's OID: no SQL command can
+/// take or wait for it (SQL locks relations by their relation lock, and other objects under the
+/// OID of their system catalog). Not the sequence's own lock: USAGE on the space is USAGE on the
+/// sequence, so a grantee may call nextval() on it, and an open transaction after that holds
+/// RowExclusiveLock on the sequence, which a claim's ShareLock would wait for.
+pub(super) fn lock_space(seqoid: pg_sys::Oid, mode: pg_sys::LOCKMODE) {
+    let class = tables::extension_table(c"pg_idgen_keyed_spaces");
+    // SAFETY: a heavyweight object lock in this database, by OIDs; it also processes the pending
+    // invalidations once granted, so the syscache probes after it see what the holder committed.
+    unsafe { pg_sys::LockDatabaseObject(class, seqoid, 0, mode) };
+}
+
+/// Releases a lock `lock_space` took.
+pub(super) fn unlock_space(seqoid: pg_sys::Oid, mode: pg_sys::LOCKMODE) {
+    let class = tables::extension_table(c"pg_idgen_keyed_spaces");
+    // SAFETY: releases a lock this backend holds (taken by `lock_space` with the same tag).
+    unsafe { pg_sys::UnlockDatabaseObject(class, seqoid, 0, mode) };
+}
 
 thread_local! {
     /// The spaces this backend used, by name (cleared by every relcache invalidation).
@@ -269,16 +290,13 @@ fn resolve_slow(name: &str) -> Resolved {
         // own bounds, read below under the lock).
         let marks = if cfg.registry { Some(registry_marks(name)) } else { None };
         // The lock that excludes raises of the bounds (see `CLAIM_LOCK`), held from reading the
-        // durable bounds to claiming with them. It waits for a keyed_drop in flight (DROP
-        // SEQUENCE locks the sequence).
-        // SAFETY: a heavyweight lock by OID, released below or by abort.
-        unsafe { pg_sys::LockRelationOid(cfg.seqoid, CLAIM_LOCK) };
+        // durable bounds to claiming with them. It waits for a keyed_drop in flight.
+        lock_space(cfg.seqoid, CLAIM_LOCK);
         // SAFETY: a syscache probe by OID.
         let exists =
             unsafe { pg_sys::get_rel_relkind(cfg.seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
         if !exists {
-            // SAFETY: the lock taken above.
-            unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, CLAIM_LOCK) };
+            unlock_space(cfg.seqoid, CLAIM_LOCK);
             if sequence_dropped_by_hand(name, cfg.seqoid) {
                 missing_sequence(name);
             }
@@ -293,8 +311,7 @@ fn resolve_slow(name: &str) -> Resolved {
             read_config(name)
         };
         if again != Some(cfg) {
-            // SAFETY: the lock taken above.
-            unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, CLAIM_LOCK) };
+            unlock_space(cfg.seqoid, CLAIM_LOCK);
             continue;
         }
         let floors = {
@@ -302,8 +319,7 @@ fn resolve_slow(name: &str) -> Resolved {
             super::bounds::read_all(name)
         };
         let Some(mut floors) = floors else {
-            // SAFETY: the lock taken above.
-            unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, CLAIM_LOCK) };
+            unlock_space(cfg.seqoid, CLAIM_LOCK);
             missing_bounds(name);
         };
         if let Some(marks) = &marks {
@@ -328,8 +344,7 @@ fn resolve_slow(name: &str) -> Resolved {
                 claim(db, name, &cfg, floor, Some((&dead, now)), &mut report)
             }
         };
-        // SAFETY: the lock taken above.
-        unsafe { pg_sys::UnlockRelationOid(cfg.seqoid, CLAIM_LOCK) };
+        unlock_space(cfg.seqoid, CLAIM_LOCK);
         if let Some(ev) = report {
             ev.log();
         }
@@ -655,14 +670,12 @@ pub(super) fn check_writable() {
 pub(super) fn raise_bound(res: &Resolved, name: &str, bucket: usize, need: i64) {
     check_writable();
     let s = space(res.idx);
-    // SAFETY: a heavyweight lock by OID, released below or by abort.
-    unsafe { pg_sys::LockRelationOid(res.seqoid, RAISE_LOCK) };
+    lock_space(res.seqoid, RAISE_LOCK);
     // SAFETY: a syscache probe by OID.
     let exists =
         unsafe { pg_sys::get_rel_relkind(res.seqoid) } == pg_sys::RELKIND_SEQUENCE as std::ffi::c_char;
     if !exists || !res.still_valid() {
-        // SAFETY: the lock taken above.
-        unsafe { pg_sys::UnlockRelationOid(res.seqoid, RAISE_LOCK) };
+        unlock_space(res.seqoid, RAISE_LOCK);
         if !exists && res.still_valid() && sequence_dropped_by_hand(name, res.seqoid) {
             missing_sequence(name);
         }
@@ -673,8 +686,7 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, bucket: usize, need: i64) 
     }
     if s.bounds[bucket].load(Ordering::Acquire) >= need {
         // raised by another backend meanwhile
-        // SAFETY: the lock taken above.
-        unsafe { pg_sys::UnlockRelationOid(res.seqoid, RAISE_LOCK) };
+        unlock_space(res.seqoid, RAISE_LOCK);
         return;
     }
     let got = {
@@ -684,8 +696,7 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, bucket: usize, need: i64) 
         })
     };
     let Some(v) = got else {
-        // SAFETY: the lock taken above.
-        unsafe { pg_sys::UnlockRelationOid(res.seqoid, RAISE_LOCK) };
+        unlock_space(res.seqoid, RAISE_LOCK);
         missing_bounds(name);
     };
     s.raises.fetch_add(1, Ordering::Relaxed);
@@ -696,8 +707,7 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, bucket: usize, need: i64) 
         // The registry's mark too, before any value above the old bound is handed out: a
         // standby promoted before it replayed the raise continues above it.
         if let Err(e) = raise_mark(name, bucket, v) {
-            // SAFETY: the lock taken above.
-            unsafe { pg_sys::UnlockRelationOid(res.seqoid, RAISE_LOCK) };
+            unlock_space(res.seqoid, RAISE_LOCK);
             registry_failed(name, &e, true);
         }
     }
@@ -710,8 +720,7 @@ pub(super) fn raise_bound(res: &Resolved, name: &str, bucket: usize, need: i64) 
             s.bounds[bucket].fetch_max(v, Ordering::AcqRel);
         }
     }
-    // SAFETY: the lock taken above.
-    unsafe { pg_sys::UnlockRelationOid(res.seqoid, RAISE_LOCK) };
+    unlock_space(res.seqoid, RAISE_LOCK);
 }
 
 /// The registry marks of a registry space by bucket (0 where none), or 55000.

@@ -33,8 +33,9 @@
 //!   access, no I/O, no palloc, no ERROR. Reading the catalog and the backing sequence, and
 //!   raising a bound (the in-place write, WAL flush, the wait for standbys), run with no LWLock
 //!   held; raises of one bucket are serialised by the exclusive lock of the row's buffer, and
-//!   raises exclude claims of the space by a heavyweight lock on its backing sequence
-//!   (`space::raise_bound`, `space::resolve_slow`), never by an LWLock.
+//!   raises exclude claims of the space by a heavyweight lock of the space that no SQL command
+//!   can take (`space::lock_space`: `space::raise_bound`, `space::resolve_slow`), never by an
+//!   LWLock.
 //! * Locks are never nested: the spaces lock and a partition lock are not held together, nor two
 //!   partition locks.
 

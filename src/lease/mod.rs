@@ -199,6 +199,13 @@ fn refuse(
             },
             "Generation resumes as soon as the lease worker reaches the registry (pg_idgen.registry) and renews the lease.",
         ),
+        State::LockWait => (
+            match id {
+                Some(id) => format!("pg_idgen cannot generate: the lease of worker id {id} has run out: its renewal waited for a lock in the registry until the registry's lock_timeout"),
+                None => "pg_idgen cannot generate: no worker id lease: the claim waited for a lock in the registry until the registry's lock_timeout".to_string(),
+            },
+            "The registry answered; another session of the registry database held the lease row's lock. Find it in the registry's pg_locks and pg_stat_activity (a transaction left open). Generation resumes once the lease worker renews the lease.",
+        ),
         State::Starting => (
             "pg_idgen cannot generate yet: the lease worker has not been granted a worker id lease".to_string(),
             "Retry in a moment; see SELECT * FROM snowflake_lease() and the server log. If this lasts, the lease worker may not be running: the server log says so at start (\"too many background workers\": raise max_worker_processes).",

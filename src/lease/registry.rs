@@ -90,6 +90,10 @@ pub struct Registry {
     /// Whether an operation stops waiting when SIGTERM arrives (all but the release at
     /// shutdown): a server stop never waits for a registry that does not answer.
     pub(super) abort_on_term: bool,
+    /// Whether the last operation failed on a lock wait in the registry (SQLSTATE 55P03, its
+    /// lock_timeout): the registry answered, another of its sessions held a lock the statement
+    /// needed. Set by every operation (`run`).
+    lock_wait: std::cell::Cell<bool>,
 }
 
 /// An error of the registry, as text for the log and `snowflake_lease()`.
@@ -102,6 +106,10 @@ fn err(e: impl std::fmt::Display) -> RegError {
 
 fn db_err(e: tokio_postgres::Error) -> RegError {
     match e.as_db_error() {
+        Some(d) if *d.code() == tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE => format!(
+            "the registry answered, but its statement waited for a lock another registry session holds until the lock_timeout ended it (SQLSTATE 55P03: {})",
+            d.message()
+        ),
         Some(d) => format!("{}: {}", d.severity(), d.message()),
         // tokio-postgres's own text is the kind ("error performing TLS handshake"); the cause
         // says what happened (a TLS error of `lease::tls`, an I/O error). Neither carries the
@@ -152,6 +160,7 @@ impl Registry {
             conninfo: String::new(),
             timeout: Duration::from_secs(5),
             abort_on_term: true,
+            lock_wait: std::cell::Cell::new(false),
         })
     }
 
@@ -203,6 +212,10 @@ impl Registry {
             })
             .await
         });
+        self.lock_wait.set(matches!(
+            &out,
+            Some(Ok(Err(e))) if e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE)
+        ));
         match out {
             Some(Ok(Ok(v))) => Ok(v),
             Some(Ok(Err(e))) => Err(format!("{what}: {}", db_err(e))),
@@ -302,6 +315,12 @@ impl Registry {
         Ok(self.identity)
     }
 
+    /// Whether the last operation failed on a lock wait in the registry (55P03): not an
+    /// unreachable registry, and the connection is still good.
+    pub fn lock_wait(&self) -> bool {
+        self.lock_wait.get()
+    }
+
     pub(super) fn client(&self) -> &Client {
         self.client.as_ref().expect("connected")
     }
@@ -311,7 +330,7 @@ impl Registry {
     pub fn claim(&mut self, me: &Holder, claim: &Claim) -> Result<Outcome, RegError> {
         self.connect()?;
         let r = self.claim_connected(me, claim);
-        if r.is_err() {
+        if r.is_err() && !self.lock_wait() {
             self.client = None;
         }
         r
@@ -327,8 +346,9 @@ impl Registry {
 
     /// One call of the registry's `pg_idgen_lease_claim` (sql/registry_nodes.sql, which has the
     /// rules): claims `worker_id`, or with None chooses one of `range` and claims it, in one
-    /// statement (no table lock: each candidate is claimed on its row). The registry checks that
-    /// this node's role may act for the id. None: no id of the range is free.
+    /// transaction (no table lock: each candidate is claimed on its row, and a refused claim
+    /// leaves no row lock). The registry checks that this node's role may act for the id. None:
+    /// no id of the range is free.
     fn call_claim(
         &self,
         me: &Holder,
@@ -388,14 +408,16 @@ impl Registry {
     }
 
     /// auto mode: chooses the id to claim and claims it, in one call of the registry's function,
-    /// without a table lock: each candidate is claimed on its row (`INSERT … ON CONFLICT` on the
-    /// worker id's primary key, the rules checked against the row's newest committed version), so
-    /// two nodes that choose the same free id never both get it: the loser claims its next
-    /// candidate, or passes over one whose claim is still in flight. The id is this node's own
-    /// (same system identifier and node name) if the registry has one in `lo..=hi` (sticky; the
-    /// claim then says whether it is free), else the smallest id of the range without a row or
-    /// retired, of those this node's role may lease; None when none is free. `take`: the expired
-    /// lease (id, (token fingerprint, renewed_at)) this node may take over.
+    /// without a table lock: each candidate is decided on its row as the statement sees it, and
+    /// only a grantable one is claimed (`INSERT … ON CONFLICT` on the worker id's primary key, the
+    /// rules checked again against the row's newest committed version under its lock; a claim
+    /// refused there is rolled back, so it keeps no lock), so two nodes that choose the same free
+    /// id never both get it: the loser claims its next candidate, or passes over one whose claim
+    /// is still in flight. The id is this node's own (same system identifier and node name) if the
+    /// registry has one in `lo..=hi` (sticky; the claim then says whether it is free), else the
+    /// smallest id of the range without a row or retired, of those this node's role may lease;
+    /// None when none is free. `take`: the expired lease (id, (token fingerprint, renewed_at))
+    /// this node may take over.
     pub fn choose_and_claim(
         &mut self,
         me: &Holder,
@@ -406,7 +428,7 @@ impl Registry {
     ) -> Result<Option<(i64, Outcome)>, RegError> {
         self.connect()?;
         let r = self.call_claim(me, None, (lo, hi), claim, take);
-        if r.is_err() {
+        if r.is_err() && !self.lock_wait() {
             self.client = None;
         }
         r

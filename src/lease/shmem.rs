@@ -51,6 +51,9 @@ pub enum State {
     Exhausted = 6,
     /// Released at shutdown.
     Released = 7,
+    /// The registry answered, but a claim or renewal waited for a lock another of its sessions
+    /// held until its lock_timeout (55P03) ended it (`info` has the error).
+    LockWait = 8,
 }
 
 impl State {
@@ -63,6 +66,7 @@ impl State {
             5 => State::Misconfigured,
             6 => State::Exhausted,
             7 => State::Released,
+            8 => State::LockWait,
             _ => State::Starting,
         }
     }
@@ -77,6 +81,7 @@ impl State {
             State::Misconfigured => "misconfigured",
             State::Exhausted => "no free worker id",
             State::Released => "released",
+            State::LockWait => "registry lock wait",
         }
     }
 }

@@ -169,6 +169,15 @@ impl Worker {
         }
     }
 
+    /// A registry operation of the round failed: a lock wait in the registry (55P03: it
+    /// answered, another of its sessions held the lock) or an unreachable or failing registry.
+    /// The validity already granted is kept: generation goes on until it runs out.
+    fn failed(&mut self, e: String) {
+        self.sh.failures.fetch_add(1, Ordering::Relaxed);
+        let state = if self.reg.lock_wait() { State::LockWait } else { State::Unreachable };
+        self.set(state, e);
+    }
+
     /// Records the other holder's lease of `id` as seen now (keeps the first sighting while it
     /// is unchanged).
     fn see(&mut self, id: i64, lease: Option<(i64, i64)>, holder_ttl_ms: i64) {
@@ -293,8 +302,7 @@ impl Worker {
                 }
             }
             Err(e) => {
-                self.sh.failures.fetch_add(1, Ordering::Relaxed);
-                self.set(State::Unreachable, e);
+                self.failed(e);
                 return false;
             }
         }
@@ -353,8 +361,7 @@ impl Worker {
                         return false;
                     }
                     Err(e) => {
-                        self.sh.failures.fetch_add(1, Ordering::Relaxed);
-                        self.set(State::Unreachable, e);
+                        self.failed(e);
                         return false;
                     }
                 }
@@ -409,8 +416,7 @@ impl Worker {
             }
             Err(e) => {
                 // Keep the validity already granted: generation goes on until it runs out.
-                self.sh.failures.fetch_add(1, Ordering::Relaxed);
-                self.set(State::Unreachable, e);
+                self.failed(e);
                 false
             }
         }

@@ -9,18 +9,25 @@
 #                                node_x (the attacker, worker id 11), node_c (13-14), node_d (15,
 #                                holding its lease under token 55 and slot 0 of the registry tag
 #                                'vt'); nobody (a login role with PUBLIC's rights only); user_u
-#                                (USAGE on the keyed space 'ak'); the attacker's tag 'at'. In
-#                                VICDB (another database): tag 'vs', space 'vk' (USAGE to victim)
+#                                (USAGE on the keyed space 'ak', victim has it too); the
+#                                attacker's tag 'at'. In VICDB (another database): tag 'vs',
+#                                space 'vk' (USAGE to victim)
 #   avail_guard C REGDB VICDB DESC   for every role of nobody, user_u, node_x and every call
 #                                tests/security/gen_avail_calls.sql generates for it (every
 #                                function it may execute, auto mode over its own id and over the
-#                                longest range): the call runs in an open transaction of that
+#                                longest range; every statement its privileges on pg_idgen's
+#                                relations allow, e.g. nextval on the backing sequence of a
+#                                keyed space it may use): 'ak''s shared entry is released first
+#                                (so that the victims' keyed_next of 'ak' claims it again, as the
+#                                first call after a restart or an eviction does); the call runs
+#                                in an open transaction of that
 #                                role (BEGIN; the call; nothing more until the victims ran); while
 #                                it is open (or the call still runs), each victim operation runs
 #                                with lock_timeout = 300ms and statement_timeout = 5s and must
 #                                answer as it does alone: node_c's choice (auto, 13-14), node_d's
 #                                renewal of 15, its slot calls (rows, take, raise, release) and its
-#                                marks calls (segment, keyed, forget), and in VICDB snowflake_next,
+#                                marks calls (segment, keyed, forget), victim's keyed_next of 'ak'
+#                                in REGDB, and in VICDB snowflake_next,
 #                                segment_next, keyed_next. One check per role; a failure names the
 #                                call and the victim. AVAIL_PAIRS: calls × operations run.
 # A victim operation whose function the registry does not have (an older version) is left out.
@@ -39,7 +46,7 @@ avail_setup() {
         PGDATABASE=$reg "$CLUSTER" psql "$c" -v ON_ERROR_STOP=1 -q <<<"$(sed "s/idgen_node1/${role%%:*}/g; s/'${role%%:*}', 1, 1)/'${role%%:*}', ${lohi%%:*}, ${lohi##*:})/" <<<"$per")" >/dev/null
     done
     qdb "$c" "$reg" "SET client_min_messages = warning" "CREATE ROLE nobody LOGIN" "CREATE ROLE user_u LOGIN" "CREATE ROLE victim LOGIN" \
-        "SELECT keyed_create('ak')" "SELECT keyed_grant('ak', 'user_u')" "SELECT segment_create('at', 10)" \
+        "SELECT keyed_create('ak')" "SELECT keyed_grant('ak', 'user_u')" "SELECT keyed_grant('ak', 'victim')" "SELECT segment_create('at', 10)" \
         "SELECT segment_registry_assign('vt', 1, ARRAY[15])" >/dev/null
     qdb "$c" "$vic" "SET client_min_messages = warning" "CREATE EXTENSION IF NOT EXISTS pg_idgen" \
         "SELECT segment_create('vs', 10)" "SELECT keyed_create('vk')" "SELECT keyed_grant('vk', 'victim')" >/dev/null
@@ -63,8 +70,20 @@ avail_node_d() {   # C REGDB: node_d's operations; prints their answers
     fi
     PGOPTIONS="-c lock_timeout=300ms -c statement_timeout=5s" PGDATABASE=$reg "$CLUSTER" psql "$c" -U node_d -At "${sql[@]/#/-c}" 2>&1
 }
+# avail_release_ak C REGDB: releases the shared entry of the space 'ak' (pg_idgen_keyed_raise_bounds
+# raises every bucket's bound by a step, and releases the entry), so that the next keyed_next of
+# 'ak' claims it again, reading the durable bounds under the space's lock
+avail_release_ak() {
+    local c=$1 reg=$2
+    if [ "$(qdb "$c" "$reg" "SELECT to_regprocedure('pg_idgen_keyed_raise_bounds(text, bigint[])') IS NOT NULL")" = t ]; then
+        qdb "$c" "$reg" "SELECT pg_idgen_keyed_raise_bounds('ak', (SELECT array_agg(b.bound + s.step ORDER BY b.bucket)
+            FROM pg_idgen_keyed_bounds b JOIN pg_idgen_keyed_spaces s ON s.space = b.space WHERE b.space = 'ak'))" >/dev/null
+    fi
+}
 avail_victims() {  # C REGDB VICDB: every victim operation's answers, one per line
     local c=$1 reg=$2 vic=$3
+    PGOPTIONS="-c lock_timeout=300ms -c statement_timeout=5s" PGDATABASE=$reg "$CLUSTER" psql "$c" -U victim -At \
+        -c "SELECT keyed_next('ak', 1) > 0" 2>&1
     PGOPTIONS="-c lock_timeout=300ms -c statement_timeout=5s" PGDATABASE=$reg "$CLUSTER" psql "$c" -U node_c -At \
         -c "SELECT lease_worker_id || ' ' || granted FROM pg_idgen_lease_claim(NULL, 13, 14, '7300000000000000003', 'nc', 'h', 1, 33, 60, false, 0, 0, NULL, NULL, NULL)" 2>&1
     avail_node_d "$c" "$reg"
@@ -87,6 +106,7 @@ avail_session() {
 avail_guard() {
     local c=$1 reg=$2 vic=$3 desc=$4 base role calls i line ident call fails n ops got t
     trap '' PIPE
+    avail_release_ak "$c" "$reg"
     base=$(avail_victims "$c" "$reg" "$vic")
     ops=$(wc -l <<<"$base")
     if grep -q ERROR <<<"$base"; then ko "$desc: the victim operations fail even alone: $(tr '\n' ' ' <<<"$base")"; return; fi
@@ -106,6 +126,7 @@ avail_guard() {
                 fails+=("the session of $role ended before call $i: $(tail -2 "$TMP/avail.$role.err" | tr '\n' ' ')")
                 avail_session "$c" "$reg" "$role"
             fi
+            avail_release_ak "$c" "$reg"
             printf 'BEGIN;\nSET LOCAL statement_timeout = %s;\n\\warn START %d\n%s;\n\\warn DONE %d\n' "'10s'" "$i" "$call" "$i" >&"$AVAIL_FD" 2>/dev/null || true
             # the call ran (its transaction is open) or still runs
             for t in $(seq 1 200); do

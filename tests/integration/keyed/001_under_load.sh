@@ -47,16 +47,20 @@ evs=$(q "$P" "SELECT max(keyed_next('evs', 2)) FROM generate_series(1, 5)" \
     "SELECT keyed_next('evs', 2)" | xargs)
 check "a key evicted while its section comes back continues above its values (5, 8 keys, then 6)" "$evs" == "5 8 6"
 
-# ---- a space already in use is found without the raise lock: a new session's keyed_last and
-# keyed_next (below the bound) do not wait behind a raise in flight, here stood in for by an open
-# ALTER SEQUENCE on the backing sequence (ShareRowExclusiveLock, which the raise lock conflicts with) ----
+# ---- a space already in use is found without the space's lock: a new session's keyed_last and
+# keyed_next (below the bound) do not wait behind a raise in flight, here stood in for by a
+# superuser's pg_idgen_keyed_raise_bounds (raising nothing) in an open transaction: it holds the
+# space's lock (an object lock of class pg_idgen_keyed_spaces) in ExclusiveLock mode, which
+# claims and raises conflict with ----
 evseq=$(q "$P" "SELECT seq::regclass FROM pg_idgen_keyed_spaces WHERE space = 'evs'")
-"$CLUSTER" psql "$P" -At -c "BEGIN" -c "ALTER SEQUENCE $evseq CACHE 1" -c "SELECT pg_sleep(600)" >/dev/null 2>&1 &
+"$CLUSTER" psql "$P" -At -c "BEGIN" \
+    -c "SELECT pg_idgen_keyed_raise_bounds('evs', (SELECT array_agg(bound ORDER BY bucket) FROM pg_idgen_keyed_bounds WHERE space = 'evs'))" \
+    -c "SELECT pg_sleep(600)" >/dev/null 2>&1 &
 BG_PIDS+=($!)
-held_lock() { [ "$(q "$P" "SELECT count(*) FROM pg_locks WHERE relation = '$evseq'::regclass AND mode = 'ShareRowExclusiveLock' AND granted")" = 1 ]; }
-wait_until 10 "the backing sequence locked by an open ALTER SEQUENCE" held_lock \
-    && ok "the backing sequence is locked by an open ALTER SEQUENCE"
-check "a new session reads and takes values of a space in use while a raise lock is held" \
+held_lock() { [ "$(q "$P" "SELECT count(*) FROM pg_locks WHERE locktype = 'object' AND classid = 'pg_idgen_keyed_spaces'::regclass AND objid = '$evseq'::regclass AND mode = 'ExclusiveLock' AND granted")" = 1 ]; }
+wait_until 10 "the space's lock held by an open pg_idgen_keyed_raise_bounds" held_lock \
+    && ok "the space's lock is held by an open pg_idgen_keyed_raise_bounds"
+check "a new session reads and takes values of a space in use while the space's lock is held" \
     "$(q "$P" "SET lock_timeout = '2s'" "SELECT keyed_last('evs', 2)" "SELECT keyed_next('evs', 2)" | xargs)" == "6 7"
 q "$P" "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600)'" >/dev/null
 

@@ -10,6 +10,10 @@
 #  D. redo writes the file before raising memory, and a failed write stops recovery: a state
 #     file behind the WAL (restored from an older copy) in a read-only directory makes recovery
 #     fail; with the directory writable it recovers, and ids continue above every id before.
+#  E. pg_idgen_state_import takes the worker-id slots of a state all or none: a state naming one
+#     worker id more than the slots free here fails (53400) and takes no slot (the slots in use
+#     are as before); then a state naming exactly as many other worker ids as are free is
+#     imported, and takes them.
 # integration: cross-version
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
@@ -95,4 +99,20 @@ check_match "D: the log says so" "$("$CLUSTER" log "$C" 60)" 'PANIC: .*could not
 chmod 700 "$DATA/pg_idgen"
 up
 check "D: after recovery, ids continue above every id before" "$(gen_as 7)" -gt "$top"
+
+# ---- E ----
+slots_used() { q "$C" "SELECT count(worker_id) FROM pg_idgen_snowflake_marks()"; }
+# import_sql FIRST N: the import of this database's state as if from another one, naming N worker
+# ids this instance has no slot for (FIRST …), their ids all in the past
+import_sql() {
+    echo "SELECT count(*) FROM pg_idgen_state_import(jsonb_set(jsonb_set(pg_idgen_state_export(), '{database}', '\"elsewhere\"'),
+        '{snowflake}', (SELECT jsonb_agg(jsonb_build_object('worker_id', w, 'until_ms', 1000)) FROM generate_series($1, $1 + $2 - 1) w)))"
+}
+used=$(slots_used)
+free=$((256 - used))
+log "E: $used worker-id slots in use, $free free"
+expect_sql_error "$C" 53400 "256" "$(import_sql 600 $((free + 1)))"
+check "E: the refused import took no slot" "$(slots_used)" -eq "$used"
+check "E: an import naming as many other worker ids as slots are free works" "$(q "$C" "$(import_sql 320 "$free")")" -gt 0
+check "E: ... and takes them all" "$(slots_used)" -eq 256
 finish
