@@ -95,6 +95,9 @@ export PG PG_CONFIG
 PG_BUILD        := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_build_cmd_for $(PG)')
 PG_BUILD_CONFIG := $(if $(PG_BUILD),$(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_build_config_for $(PG)'),$(PG_CONFIG))
 PG_DESTDIR      := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_destdir_for $(PG)')
+# what 19's programs and builds see at the same path inside its root (scripts/pgenv.bash sets the
+# same for the scripts): this checkout
+export PG_IDGEN_PG19_BINDS ?= $(CURDIR)
 PGS        ?= 15 16 17 18 19
 # `make test` without PG: the whole matrix; with PG=NN: that major only
 TEST_MAJORS = $(if $(filter command line environment,$(origin PG)),$(PG),$(PGS))

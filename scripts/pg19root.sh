@@ -19,6 +19,8 @@
 #                                      refuse root), otherwise as the caller
 #   scripts/pg19root.sh mount [PATH...]   the binds alone (idempotent)
 #   scripts/pg19root.sh umount         every mount below the root, innermost first
+#   scripts/pg19root.sh unbind PATH... the binds of PATH (and below it) alone, e.g. a clone about
+#                                      to be deleted (.ci/run does so at its end)
 #
 # Layout ($PG_IDGEN_PG_HOME, default /var/cache/pg_idgen):
 #   pg19/root/            the sid root (debootstrap --variant=minbase sid, deb.debian.org)
@@ -74,6 +76,10 @@ bind_one() {
     p=$(readlink -f "$p")
     case $p in "$R"|"$R"/*) return 0 ;; esac
     visible "$p" && return 0
+    # a host directory the root has its own of would hide the root's (its /usr, /etc, /root ...)
+    case $p in /|/root|/usr|/usr/*|/etc|/etc/*|/var|/var/lib|/var/lib/*|/bin|/sbin|/lib|/lib64|/home|/opt|/srv|/run|"$HOME19"|"$PG_IDGEN_PG_HOME")
+        die "will not bind $p into the root (it would hide the root's own)" ;;
+    esac
     if [ -d "$p" ]; then mkdir -p "$R$p"; else mkdir -p "$(dirname "$R$p")"; : > "$R$p"; fi
     mount --bind "$p" "$R$p"
 }
@@ -97,6 +103,17 @@ do_umount() {
     # innermost first (mount points under the root, longest path first)
     for m in $(awk -v r="$R" '$5 == r || index($5, r "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
         umount -l "$m" 2>/dev/null || true
+    done
+}
+
+do_unbind() {
+    [ -d "$R" ] || return 0
+    local p m
+    for p in "$@"; do
+        p=$(readlink -f "$p" 2>/dev/null) || continue
+        for m in $(awk -v r="$R$p" '$5 == r || index($5, r "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
+            umount -l "$m" 2>/dev/null || true
+        done
     done
 }
 
@@ -298,5 +315,6 @@ case ${1:-ensure} in
     exec) shift; do_exec "$@" ;;
     mount) shift; do_mount "$@" ;;
     umount) do_umount ;;
+    unbind) shift; do_unbind "$@" ;;
     *) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac
