@@ -106,7 +106,7 @@ pgenv_resolve() {
     [ "$PG" != 19 ] || PG_REGRESS=$PGBIN/pg_regress
     if ! pgenv_runs_ok "$PGBIN/psql" || ! pgenv_runs_ok "$PG_REGRESS"; then
         local m c found=
-        for m in 19 18 17 16 15; do
+        for m in 18 17 16 15; do   # host programs (19's run only inside its root)
             [ "$m" -ge "$PG" ] || continue
             c=$(pg_config_for "$m") && [ -x "$c" ] || continue
             local b l; b=$("$c" --bindir); l=$("$c" --pkglibdir)/pgxs/src/test/regress/pg_regress
