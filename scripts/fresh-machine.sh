@@ -81,7 +81,7 @@ SRC
     cp -a "$HOME/.cargo/bin" "$B/root/.cargo/"
     for f in env .crates.toml .crates2.json; do [ ! -e "$HOME/.cargo/$f" ] || cp -a "$HOME/.cargo/$f" "$B/root/.cargo/"; done
     chroot "$B" /usr/bin/env -i HOME=/root PATH=/root/.cargo/bin:/usr/bin:/bin cargo pgrx --version \
-        || die "cargo pgrx does not run in $B (install cargo-pgrx 0.18.1 on this host first)"
+        || die "cargo pgrx does not run in $B (install cargo-pgrx 0.19.4 on this host first: make deps)"
     say "base ready: $B"
 }
 

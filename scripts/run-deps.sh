@@ -3,7 +3,7 @@
 # MAJOR), and, on a machine where that server or pgrx's configuration for it is not there yet,
 # the extension's Rust dependencies compiled at the same time.
 #
-# Usage: scripts/run-deps.sh MAJOR      (from the Makefile; MAJOR 15-18)
+# Usage: scripts/run-deps.sh MAJOR      (from the Makefile; MAJOR 15-19)
 #
 # On a fresh machine the apt packages (PostgreSQL, its headers, libclang) take 30-60 s and compiling
 # the dependencies about a minute; one waits on the network and dpkg, the other on the CPU. So while
@@ -38,8 +38,10 @@ fi
 # no cargo, or cargo-pgrx still to be built (scripts/deps.sh builds it: 7 minutes of both cores):
 # scripts/deps.sh alone
 PGRX_VERSION=$(sed -n 's/^PGRX_VERSION=//p' scripts/deps.sh)
-command -v cargo >/dev/null 2>&1 && [ "$(cargo pgrx --version 2>/dev/null || true)" = "cargo-pgrx $PGRX_VERSION" ] || ahead=0
+command -v cargo >/dev/null 2>&1 && [ "$(scripts/cargo.sh pgrx --version 2>/dev/null || true)" = "cargo-pgrx $PGRX_VERSION" ] || ahead=0
 
+# 19 is built inside its sid root, which scripts/deps.sh makes first: nothing to compile ahead
+[ "$MAJOR" != 19 ] || ahead=0
 if [ $ahead = 0 ]; then
     exec scripts/deps.sh --run "$MAJOR"
 fi
@@ -62,7 +64,7 @@ trap 'exit 130' INT TERM
 log "compiling the Rust dependencies while scripts/deps.sh installs (log: $LOG)"
 # PGRX_PG_CONFIG_PATH / _AS_ENV would name a server to pgrx-pg-sys's build script: not yet
 env -u PGRX_PG_CONFIG_PATH -u PGRX_PG_CONFIG_AS_ENV PGRX_HOME="$EMPTY" \
-    setsid cargo build --lib --profile demo --no-default-features --features "pg$MAJOR" --keep-going \
+    setsid scripts/cargo.sh build --lib --profile demo --no-default-features --features "pg$MAJOR" --keep-going \
     >"$LOG" 2>&1 </dev/null &
 ahead_pid=$!
 scripts/deps.sh --run "$MAJOR"    # on failure: exit, and stop_ahead stops the compile

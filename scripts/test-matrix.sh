@@ -4,8 +4,8 @@
 # Usage: scripts/test-matrix.sh MAJOR...          (make test; make test PG=17 runs one major)
 #   One major:     every layer on it: docs, core, pgrx, regress, integration, clients.
 #   Several:       docs and core once (they do not depend on PostgreSQL), then pgrx, regress, integration
-#                  and clients on each major, then the pg_upgrade test UPGRADE_FROM -> UPGRADE_TO
-#                  (default 15 -> 18) when both are in the list.
+#                  and clients on each major, then the pg_upgrade test of each pair of UPGRADE_PAIRS
+#                  (default 15 -> 18 and 18 -> 19) whose two majors are in the list.
 #   Env: MATRIX_LAYERS="docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move"
 #        restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
@@ -14,16 +14,19 @@
 #          libraries' handling of bigint, the same on every major;
 #        RELEASE_PACKAGE_MAJORS="15" those of them packaged from the release build (lto = "fat",
 #          the one release build of make test); the others package the test build;
-#        INTEGRATION_SHARE_MAJORS="15 18" the majors that run every integration script between
+#        INTEGRATION_SHARE_MAJORS="15 18 19" the majors that run every integration script between
 #          them: each the cross-version ones, the others dealt out in turn (scripts/run-integration.sh,
-#          INTEGRATION_SCOPE=share); the other majors run the cross-version ones;
+#          INTEGRATION_SCOPE=share);
+#        INTEGRATION_MAJORS="15 18 19" the majors with an integration layer (the others, 16 and 17
+#          in make test, run #[pg_test], pg_regress and the update, which build and exercise their
+#          version-specific code; make test-all runs every script on every major);
 #        FULL_INTEGRATION_MAJORS="" the majors that run every integration script; "all" runs every
 #          script everywhere (make test-all); one major given alone always runs every one;
 #        MONITORING_MAJORS="17" the majors where a real postgres_exporter scrapes a cluster
 #          (default: the one major given, else 17);
 #        PARTITION_MAJOR=18 the major of the partition layer (one major: the one given);
-#        MULTIMASTER_MAJORS="18" the majors of the multimaster layer (one major given alone: it, if 16+;
-#          make test-all: "16 18");
+#        MULTIMASTER_MAJORS="19" the majors of the multimaster layer (one major given alone: it, if 16+;
+#          make test-all: "16 18 19");
 #        CITUS_MAJORS="18" the majors of the citus layer (16+; one major given alone: it, if 16+;
 #          make test-all: "16 17 18");
 #        CITUS_PG_CONFIG=<pg_config of a PostgreSQL with Citus installed> (CITUS_PG_CONFIG_NN for
@@ -33,7 +36,10 @@
 #        PARTITION_SCENARIOS its scenarios (default the CI subset of tests/partition/run.sh;
 #          "all": every one, as make test-all runs them);
 #        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end);
-#        MOVE_FROM_MAJORS="15" the older majors moved to UPGRADE_TO by the move layer;
+#        UPGRADE_PAIRS="15-18 18-19" the pg_upgrade layer's pairs OLD-NEW (UPGRADE_FROM and
+#          UPGRADE_TO set: that one pair);
+#        MOVE_PAIRS="15-18 18-19" the move layer's pairs OLD-NEW (make test-all: 15, 16, 17 -> 18
+#          and 18 -> 19);
 #        UPDATE_ALL_MAJORS="15" the majors whose extupdate layer updates from every release
 #          (`make print-update-from`); the others update from the newest only ("all": every
 #          major, as make test-all; one major given alone: it);
@@ -73,10 +79,10 @@
 #   extupdate    ALTER EXTENSION UPDATE from every release (make test-extension-update PG=NN;
 #                on majors not in UPDATE_ALL_MAJORS from the newest only)
 #   package      release package: build, install, use, remove   (make test-package PG=NN; PACKAGE_MAJORS)
-#   upgrade      tests/upgrade/pg_upgrade.sh 15 18              (make test-upgrade)
-#   move         tests/integration/migrate/002_logical_move.sh OLD 18 for each OLD of
-#                MOVE_FROM_MAJORS (default 15; make test-all: 15 16 17): a move to a newer major by
-#                logical replication under load, the state carried at the cut-over (make test-move)
+#   upgrade      tests/upgrade/pg_upgrade.sh OLD NEW for each pair of UPGRADE_PAIRS (make test-upgrade)
+#   move         tests/integration/migrate/002_logical_move.sh OLD NEW for each pair of MOVE_PAIRS:
+#                a move to a newer major by logical replication under load, the state carried at
+#                the cut-over (make test-move)
 # Builds are reused: one target/ for every major (dependencies compiled once; pgrx-pg-sys and
 # pgrx per major), and the dev package tree of each major is rebuilt only when a source changed.
 #
@@ -93,7 +99,8 @@ MAJORS=("$@")
 LAYERS=${MATRIX_LAYERS:-docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-}
-INTEGRATION_SHARE_MAJORS=${INTEGRATION_SHARE_MAJORS:-15 18}
+INTEGRATION_SHARE_MAJORS=${INTEGRATION_SHARE_MAJORS:-15 18 19}
+INTEGRATION_MAJORS=${INTEGRATION_MAJORS:-15 18 19}
 # all_given LIST: every major of LIST is in this run
 all_given() { local v; for v in $1; do [[ " ${MAJORS[*]} " == *" $v "* ]] || return 1; done; }
 # ends_given: the oldest and the newest major of this run (MAJORS in ascending order)
@@ -110,7 +117,7 @@ CLIENT_MAJORS=${CLIENT_MAJORS:-15}
 # one major: the exporter test runs on it; several: on 17 unless told
 if [ ${#MAJORS[@]} -eq 1 ]; then MONITORING_MAJORS=${MONITORING_MAJORS:-${MAJORS[0]}}; else MONITORING_MAJORS=${MONITORING_MAJORS:-17}; fi
 if [ ${#MAJORS[@]} -eq 1 ]; then PARTITION_MAJOR=${PARTITION_MAJOR:-${MAJORS[0]}}; else PARTITION_MAJOR=${PARTITION_MAJOR:-18}; fi
-if [ ${#MAJORS[@]} -eq 1 ]; then MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-${MAJORS[0]}}; else MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-18}; fi
+if [ ${#MAJORS[@]} -eq 1 ]; then MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-${MAJORS[0]}}; else MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-19}; fi
 if [ ${#MAJORS[@]} -eq 1 ]; then CITUS_MAJORS=${CITUS_MAJORS:-${MAJORS[0]}}; else CITUS_MAJORS=${CITUS_MAJORS:-18}; fi
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 # the ha layer's lagging kills in a row per phase (tests/ha/run.sh alone and make test-all: 3)
@@ -123,9 +130,9 @@ UPDATE_ALL_MAJORS=${UPDATE_ALL_MAJORS:-15}
 # extension_update_0NM.sh: 0.N.M), oldest first; the newest is the one every major updates from
 UPDATE_RELEASES=$(make --no-print-directory -s print-update-from)
 UPDATE_NEWEST=${UPDATE_RELEASES##* }
-UPGRADE_FROM=${UPGRADE_FROM:-15}
-UPGRADE_TO=${UPGRADE_TO:-18}
-MOVE_FROM_MAJORS=${MOVE_FROM_MAJORS:-$UPGRADE_FROM}
+if [ -n "${UPGRADE_FROM:-}" ] && [ -n "${UPGRADE_TO:-}" ]; then UPGRADE_PAIRS=$UPGRADE_FROM-$UPGRADE_TO; fi
+UPGRADE_PAIRS=${UPGRADE_PAIRS:-15-18 18-19}
+MOVE_PAIRS=${MOVE_PAIRS:-15-18 18-19}
 RUN_DIR=$(scripts/cluster.sh rundir)
 LOGS=$RUN_DIR/test-logs
 mkdir -p "$LOGS" && chmod 755 "$RUN_DIR" "$LOGS"
@@ -239,7 +246,8 @@ status() { [ "$1" -eq 0 ] && echo ok || echo FAILED; }
 # each major, then the pg_upgrade pair), and of `make deps` when PG_IDGEN_DEPS_SECS is set
 times_table() {
     local cols=() c l line v
-    for c in any "${MAJORS[@]}" "$UPGRADE_FROM-$UPGRADE_TO"; do
+    local pairs; pairs=$(printf '%s\n' $UPGRADE_PAIRS $MOVE_PAIRS | awk '!seen[$0]++')
+    for c in any "${MAJORS[@]}" $pairs; do
         for l in "${LAYER_ORDER[@]}"; do [ -n "${LAYER_SECS[$c,$l]:-}" ] && { cols+=("$c"); break; }; done
     done
     [ ${#cols[@]} -gt 0 ] || return 0
@@ -346,7 +354,7 @@ for m in "${MAJORS[@]}"; do
     if [ -z "$cfg" ] || [ ! -x "$cfg" ]; then
         SUMMARY[$m]="PostgreSQL $m is not installed (${cfg:-unsupported}; make deps)"; FAILED+=("pg$m:missing"); continue
     fi
-    VERSION[$m]=$("$cfg" --version | sed -E 's/^PostgreSQL ([0-9.]+).*/\1/')
+    VERSION[$m]=$("$cfg" --version | sed -E 's/^PostgreSQL ([0-9][0-9a-z.]*).*/\1/')   # 16.2, 19rc1
     if has_layer pgrx; then
         run_layer "$m" pgrx make --no-print-directory test-pgrx PG="$m"
         line+="pg_test $(pgrx_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS) with its build)  "
@@ -384,6 +392,9 @@ for m in "${MAJORS[@]}"; do
                 scope=cross-version
                 [[ " $INTEGRATION_SHARE_MAJORS " == *" $m "* ]] && scope=share
                 [[ " $FULL_INTEGRATION_MAJORS " == *" $m "* || $FULL_INTEGRATION_MAJORS == all ]] && scope=all
+                [ $scope != cross-version ] || [[ " $INTEGRATION_MAJORS " == *" $m "* ]] || scope=none
+            fi
+            if has_layer integration && [ $scope != none ]; then
                 run_layer "$m" integration env PG="$m" PG_CONFIG= INTEGRATION_SCOPE=$scope INTEGRATION_SHARE="$INTEGRATION_SHARE_MAJORS" scripts/run-integration.sh
                 line+="integration$([ $scope = all ] || echo " ($scope)") $(integration_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
             fi
@@ -432,20 +443,26 @@ for m in "${MAJORS[@]}"; do
     SUMMARY[$m]="${line}test build+install $(fmt $build)  total $(fmt $((SECONDS - tm)))"
 done
 
-if has_layer upgrade && [[ " ${MAJORS[*]} " == *" $UPGRADE_FROM "* ]] && [[ " ${MAJORS[*]} " == *" $UPGRADE_TO "* ]]; then
-    run_layer "$UPGRADE_FROM-$UPGRADE_TO" upgrade env PG= PG_CONFIG= tests/upgrade/pg_upgrade.sh "$UPGRADE_FROM" "$UPGRADE_TO"
-    n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$LAST_LOG" | grep -Eo '[0-9]+' | head -1)
-    SUMMARY[upgrade]="pg_upgrade $UPGRADE_FROM -> $UPGRADE_TO: ${n:-?} checks $(status $LAST_RC) ($(fmt $LAST_SECS))"
+given() { [[ " ${MAJORS[*]} " == *" $1 "* ]]; }
+if has_layer upgrade; then
+    for pair in $UPGRADE_PAIRS; do
+        old=${pair%-*} new=${pair#*-}
+        given "$old" && given "$new" || continue
+        run_layer "$pair" upgrade env PG= PG_CONFIG= tests/upgrade/pg_upgrade.sh "$old" "$new"
+        n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$LAST_LOG" | grep -Eo '[0-9]+' | head -1)
+        SUMMARY[upgrade]="${SUMMARY[upgrade]:+${SUMMARY[upgrade]}  }pg_upgrade $old -> $new: ${n:-?} checks $(status $LAST_RC) ($(fmt $LAST_SECS))"
+    done
 fi
 
 # a move to a newer major by logical replication, the state carried at the cut-over (the test builds
 # of both majors are installed: every layer above leaves its major's installed)
-if has_layer move && [[ " ${MAJORS[*]} " == *" $UPGRADE_TO "* ]]; then
-    for old in $MOVE_FROM_MAJORS; do
-        [[ " ${MAJORS[*]} " == *" $old "* ]] && [ "$old" -lt "$UPGRADE_TO" ] || continue
-        run_layer "$old-$UPGRADE_TO" move env PG= PG_CONFIG= bash tests/integration/migrate/002_logical_move.sh "$old" "$UPGRADE_TO"
+if has_layer move; then
+    for pair in $MOVE_PAIRS; do
+        old=${pair%-*} new=${pair#*-}
+        given "$old" && given "$new" && [ "$old" -lt "$new" ] || continue
+        run_layer "$pair" move env PG= PG_CONFIG= bash tests/integration/migrate/002_logical_move.sh "$old" "$new"
         n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$LAST_LOG" | grep -Eo '[0-9]+' | head -1)
-        SUMMARY[move]="${SUMMARY[move]:+${SUMMARY[move]}  }logical move $old -> $UPGRADE_TO: ${n:-?} checks $(status $LAST_RC) ($(fmt $LAST_SECS))"
+        SUMMARY[move]="${SUMMARY[move]:+${SUMMARY[move]}  }logical move $old -> $new: ${n:-?} checks $(status $LAST_RC) ($(fmt $LAST_SECS))"
     done
 fi
 

@@ -62,6 +62,7 @@ mod keyed;
 mod layouts;
 mod lease;
 mod lock;
+mod majors;
 mod mask;
 mod migrate;
 mod monitor;

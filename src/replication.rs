@@ -47,8 +47,9 @@ fn local_xid() -> pg_sys::LocalTransactionId {
 /// origin (as third-party replication does). A session that only set `session_replication_role =
 /// replica` by hand is neither: its changes are its own.
 fn applies_from_another_node() -> bool {
-    // SAFETY: plain reads of backend-local globals; IsLogicalWorker only tests MyLogicalRepWorker.
-    unsafe { pg_sys::IsLogicalWorker() || pg_sys::replorigin_session_origin != 0 }
+    // SAFETY: IsLogicalWorker only reads the backend-local MyLogicalRepWorker.
+    let logical_worker = unsafe { pg_sys::IsLogicalWorker() };
+    logical_worker || crate::majors::session_replication_origin() != 0
 }
 
 /// Whether `session_replication_role` is `replica`: the role of every logical replication worker,

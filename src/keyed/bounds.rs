@@ -167,7 +167,7 @@ pub(super) fn raise_in_place(space: &str, bucket: usize, new_of: impl FnOnce(i64
         let blk = ((tid.ip_blkid.bi_hi as u32) << 16) | tid.ip_blkid.bi_lo as u32;
         let off = tid.ip_posid as usize;
         let buf = pg_sys::ReadBuffer(rel, blk);
-        pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_EXCLUSIVE as i32);
+        crate::majors::lock_buffer_exclusive(buf);
         let tuple_of = |page: pg_sys::Page| -> Option<*mut pg_sys::HeapTupleHeaderData> {
             let hdr = page.cast::<pg_sys::PageHeaderData>();
             let linp_start = std::mem::offset_of!(pg_sys::PageHeaderData, pd_linp);

@@ -205,13 +205,7 @@ fn forget_dropped_databases() -> Result<bool, String> {
             // SAFETY: a syscache probe on the shared catalog pg_database, by oid, in this
             // backend's transaction, with no LWLock held.
             !unsafe {
-                pg_sys::SearchSysCacheExists(
-                    pg_sys::SysCacheIdentifier::DATABASEOID as i32,
-                    pg_sys::Datum::from(pg_sys::Oid::from(db)),
-                    pg_sys::Datum::from(0),
-                    pg_sys::Datum::from(0),
-                    pg_sys::Datum::from(0),
-                )
+                crate::majors::syscache_exists(pg_sys::SysCacheIdentifier::DATABASEOID, pg_sys::Oid::from(db))
             }
         })
         .collect();

@@ -207,7 +207,7 @@ pub(super) fn authorize(name: &[u8], res: &Resolved) {
         if !ROLE_CALLBACKS {
             for cache in [pg_sys::SysCacheIdentifier::AUTHMEMROLEMEM, pg_sys::SysCacheIdentifier::AUTHOID] {
                 pg_sys::CacheRegisterSyscacheCallback(
-                    cache as i32,
+                    crate::majors::syscache_id(cache),
                     Some(on_roles_changed),
                     pg_sys::Datum::from(0),
                 );
@@ -451,15 +451,8 @@ fn dead_entries(me: pg_sys::Oid) -> Vec<(usize, u64)> {
             let exists = known.unwrap_or_else(|| {
                 // SAFETY: a syscache probe on the shared catalog pg_database, by OID, with no
                 // LWLock held.
-                let e = unsafe {
-                    pg_sys::SearchSysCacheExists(
-                        pg_sys::SysCacheIdentifier::DATABASEOID as i32,
-                        pg_sys::Datum::from(db),
-                        pg_sys::Datum::from(0),
-                        pg_sys::Datum::from(0),
-                        pg_sys::Datum::from(0),
-                    )
-                };
+                let e =
+                    unsafe { crate::majors::syscache_exists(pg_sys::SysCacheIdentifier::DATABASEOID, db) };
                 dbs.push((db, e));
                 e
             });

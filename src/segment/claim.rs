@@ -130,15 +130,7 @@ pub(super) fn reclaim_dead_entries() -> bool {
     dbs.dedup();
     let exists = |cache: pg_sys::SysCacheIdentifier::Type, oid: pg_sys::Oid| {
         // SAFETY: a syscache probe is plain catalog access, done with no LWLock held.
-        unsafe {
-            pg_sys::SearchSysCacheExists(
-                cache as i32,
-                pg_sys::Datum::from(oid),
-                pg_sys::Datum::from(0),
-                pg_sys::Datum::from(0),
-                pg_sys::Datum::from(0),
-            )
-        }
+        unsafe { crate::majors::syscache_exists(cache, oid) }
     };
     // SAFETY: processes pending invalidations, with no LWLock held, so that the probes below
     // see drops committed by other backends.

@@ -221,15 +221,7 @@ pub(crate) fn held(tag: &str) -> Result<Vec<HeldSlot>, NotHeld> {
 
 fn database_exists(db: pg_sys::Oid) -> bool {
     // SAFETY: a syscache lookup on the shared catalog pg_database, by OID.
-    unsafe {
-        pg_sys::SearchSysCacheExists(
-            pg_sys::SysCacheIdentifier::DATABASEOID as i32,
-            pg_sys::Datum::from(db),
-            pg_sys::Datum::from(0),
-            pg_sys::Datum::from(0),
-            pg_sys::Datum::from(0),
-        )
-    }
+    unsafe { crate::majors::syscache_exists(pg_sys::SysCacheIdentifier::DATABASEOID, db) }
 }
 
 /// A tag created (again) on this node continues every slot it holds at its ceiling: whatever

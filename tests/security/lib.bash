@@ -206,7 +206,7 @@ check_hostile_calls() {
 #                                      script are forgotten (what an old release did is history)
 #   hostile_after_update C DESC        ALTER EXTENSION pg_idgen UPDATE by a superuser in it, then
 #                                      check_sql_binds_inside and check_hostile_calls
-HOSTILE_UPDATE_MAJORS=${HOSTILE_UPDATE_MAJORS:-15 18}
+HOSTILE_UPDATE_MAJORS=${HOSTILE_UPDATE_MAJORS:-15 18 19}
 hostile_update_here() { [[ " $HOSTILE_UPDATE_MAJORS " == *" ${MAJOR:-$PG} "* ]]; }
 hostile_before_update() {
     local c=$1 olddb=$2

@@ -7,7 +7,11 @@
 # MAJOR and installed in place of the test build:
 #  1. PostgreSQL MAJOR with the 0.6.0 library, database app: the state of make_app_state, a keyed
 #     space with values, a slotted tag, and a lease row in pg_idgen_leases.
-#  2. The new library installed over 0.6.0, the server restarted.
+#  2. The new library installed over 0.6.0, the server restarted. 0.6.0 was never built for
+#     PostgreSQL 19 (its pgrx, 0.18, has no pg19): on 19 the 0.6.0 database is made on 18 and
+#     brought to 19 by pg_upgrade, where only the new library exists, as it would come in the
+#     field (pg_upgrade re-creates 0.6.0's C functions: every symbol they name must still be in
+#     the library); the worker id is confirmed again there (a new system identifier).
 #  3. Before the update: functions that read the extension's tables refuse with the version
 #     mismatch (55000, with the ALTER EXTENSION hint); the server does not crash.
 #  4. ALTER EXTENSION pg_idgen UPDATE: the objects equal a fresh install's
@@ -27,8 +31,11 @@ MAJOR=${1:-15}
 . "$ROOT/tests/security/lib.bash"
 . "$ROOT/tests/security/availability.bash"
 TEST_NAME=extension_update_060_pg$MAJOR
-use "$MAJOR"
-released_for v0.6.0 0.6.0 26a50b233ae8abe09fd4f25ba69551efb8ca265e "$MAJOR"   # the commit v0.5.0 names
+# the major 0.6.0 runs on: MAJOR, or 18 for a major its pgrx cannot build for
+OLD_MAJOR=$MAJOR
+[ "$MAJOR" -lt 19 ] || OLD_MAJOR=18
+use "$OLD_MAJOR"
+released_for v0.6.0 0.6.0 26a50b233ae8abe09fd4f25ba69551efb8ca265e "$OLD_MAJOR"   # the commit v0.6.0 names
 
 C=eu060
 db() { qdb "$C" app "$@"; }
@@ -60,7 +67,21 @@ slotted_max=$(db "SELECT max(no) FROM slotted")
 record_app_state "$C"
 
 # ---------------------------------------------------------------- 2. the new library
-switch_to_new_library "$C" "${OPTS[@]}"
+if [ "$OLD_MAJOR" = "$MAJOR" ]; then
+    switch_to_new_library "$C" "${OPTS[@]}"
+else
+    restore_new   # OLD_MAJOR has the new library again; MAJOR has only the new one
+    "$CLUSTER" stop "$C" fast >/dev/null
+    use "$MAJOR"
+    register_cluster "${C}n"
+    "$CLUSTER" init "${C}n" >/dev/null
+    run_pg_upgrade "$OLD_MAJOR" "$MAJOR" "$C" "${C}n" || finish
+    C=${C}n
+    cluster_start "$C" 28936 "${OPTS[@]}"
+    check "pg_upgrade $OLD_MAJOR -> $MAJOR: the server is $MAJOR, the database still has $OLD_VERSION" \
+        "$(q "$C" "SHOW server_version_num" | cut -c1-2) $(db "SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'")" == "$MAJOR $OLD_VERSION"
+    STARTED=$(q "$C" "SELECT pg_postmaster_start_time()")
+fi
 
 # ---------------------------------------------------------------- 3. mismatch: clear errors, no crash
 check_version_mismatch "$C" app "before the update: snowflake_next() with the worker id in the table" "SELECT snowflake_next()"
@@ -69,6 +90,11 @@ check_no_crash "$C" "before the update"
 
 # ---------------------------------------------------------------- 4. ALTER EXTENSION UPDATE
 update_app "$C"
+if [ "$OLD_MAJOR" != "$MAJOR" ]; then
+    # pg_upgrade gives the cluster a new system identifier: the worker id must be confirmed
+    expect_sql_error "$C" 55000 "set on another cluster" "\\c app" "SELECT snowflake_next()"
+    db "SELECT set_worker_id(9)" >/dev/null
+fi
 check "snowflake_worker(): worker 9 from the table, confirmed, lease off" \
     "$(db "SELECT format('%s %s %s %s', worker_id, source, confirmed, lease) FROM snowflake_worker()")" == "9 table t off"
 check "the lease row kept" "$(db "$LEASE_ROW")" == "$old_lease"

@@ -113,8 +113,14 @@ build_tagged() {
     # crate for fresh and package whatever libpg_idgen.so another version's build left in
     # target/debug (seen: a "0.3.0" package holding the 0.2.0 library). Newer sources rebuild it.
     find "$dir/src" -type f -exec touch {} +
-    local t=$SECONDS
-    if ! (cd "$dir/src" && CARGO_TARGET_DIR=$cache/target cargo pgrx package --debug \
+    # with the cargo-pgrx of the release's own pgrx (0.18.1 for 0.1.0-0.6.0): a cargo-pgrx builds
+    # only crates on its own pgrx minor; scripts/deps.sh installs it under its own root if missing
+    local t=$SECONDS pgrx_version cargo_pgrx
+    pgrx_version=$(sed -n '/^name = "pgrx"$/{n;s/^version = "\(.*\)"$/\1/p;}' "$dir/src/Cargo.lock")
+    cargo_pgrx=$("$ROOT/scripts/deps.sh" --cargo-pgrx "$pgrx_version") \
+        || { flock -u "$lockfd"; exec {lockfd}>&-; ko "no cargo-pgrx $pgrx_version to build $tag with"; finish; }
+    if ! (cd "$dir/src" && CARGO_TARGET_DIR=$cache/target PG_IDGEN_CARGO_PGRX=$cargo_pgrx \
+            "$ROOT/scripts/cargo.sh" pgrx package --debug \
             --pg-config "$cfg" --out-dir "$dir/pkg") >"$dir/build.log" 2>&1; then
         flock -u "$lockfd"; exec {lockfd}>&-
         tail -30 "$dir/build.log"; ko "could not build $tag for PostgreSQL $major"; finish

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # tests/upgrade/pg_upgrade.sh [FROM] [TO] — pg_upgrade of PostgreSQL itself with pg_idgen in use
-# (default 15 -> 18; `make test-upgrade`, and the last step of `make test`). pg_idgen must be
+# (default 15 -> 18; `make test-upgrade`; `make test` runs 15 -> 18 and 18 -> 19). pg_idgen must be
 # installed into both majors (make install-test PG=FROM; make install-test PG=TO).
 #
 # Old cluster (FROM), database app, pg_idgen.worker_id unset so the worker table is what counts,
 # server layout `instagram` (not the default) and a registered custom layout:
 #   set_worker_id(5); 20,000 snowflake ids through DEFAULT snowflake_next(); a segment tag
 #   `inv` (step 100) with 2,000 values through DEFAULT segment_next('inv'); the state file.
-# Clean shutdown; initdb of the new cluster (TO; --no-data-checksums on 18, to match);
+# Clean shutdown; initdb of the new cluster (TO; --no-data-checksums on 18+ from 15-17, to match);
 # pg_upgrade --check, pg_upgrade, without copying $PGDATA/pg_idgen/ (the generator state:
 # pg_upgrade copies relations, not files of extensions): the new cluster refuses snowflake ids
 # (55000, saying to copy the file), also after a restart; then the file copied as it says — the
@@ -67,7 +67,8 @@ log "old state file: $(tr '\n' ' ' <<<"$state_old")"
 
 # ------------------------------------------------------------------ pg_upgrade
 use "$TO"
-INITDB_OPTS=$([ "$TO" -ge 18 ] && echo --no-data-checksums || true) "$CLUSTER" init "$NEW"
+# data checksums: on by default from 18, off before; pg_upgrade needs the old cluster's setting
+INITDB_OPTS=$([ "$TO" -ge 18 ] && [ "$FROM" -lt 18 ] && echo --no-data-checksums || true) "$CLUSTER" init "$NEW"
 NEW_DATA=$("$CLUSTER" pgdata "$NEW")
 run_pg_upgrade "$FROM" "$TO" "$OLD" "$NEW" --check || finish
 # The state file left out (pg_upgrade copies relations, not pg_idgen/): the new cluster, started
