@@ -80,7 +80,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # cargo pgrx would fail the build with "no embedded pgrx schema section found", never silently.
 export CARGO_PGRX_DISABLE_GC_SECTIONS_WORKAROUND := 1
 # cargo and cargo-pgrx (`$(CARGO) pgrx ...`) through scripts/cargo.sh: pgrx 0.19.4 declares
-# rust-version 1.96 and rustup's stable here is 1.95, on which it builds and passes the tests;
+# rust-version 1.96 and rustup's stable here is 1.95, with which it compiles;
 # the script adds --ignore-rust-version to every cargo that builds, cargo-pgrx's and #[pg_test]'s
 # harness's included (docs/contributing.md, "Toolchain").
 CARGO      := $(CURDIR)/scripts/cargo.sh
