@@ -14,13 +14,14 @@
 #                          with a demo table; prints the time
 #   make test, test-all    run make deps first (the full set: every major, the test tools)
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
-#   make test              the matrix: core unit tests once; on 15, 18 and 19 #[pg_test], pg_regress,
+#   make test              the matrix: core unit tests once; on 15 and 18 #[pg_test], pg_regress,
 #                          the integration scripts (the cross-version ones on each, the others
-#                          shared out between the three) and the update from the newest release
+#                          shared out between the two) and the update from the newest release
 #                          (on 15 from every release, with the client libraries and the package; on
-#                          18 the package, partitions and Citus; on 19 active-active); on 16 and 17
-#                          #[pg_test], pg_regress and the update from the newest release; then
-#                          pg_upgrade and the logical move 15 -> 18 and 18 -> 19; a summary line per
+#                          18 the package, partitions, active-active and Citus); on 16 and 17
+#                          #[pg_test], pg_regress and the update from the newest release; on 19
+#                          #[pg_test] and pg_regress (its other layers: make test-all or make test
+#                          PG=19); then pg_upgrade and the logical move 15 -> 18; a summary line per
 #                          major and the time of every layer at the end
 #   make test PG=17        one major, every layer
 #   make test-docs         every relative link and #anchor of README.md and docs/ resolves, and no
@@ -231,6 +232,7 @@ test: deps
 test-all: deps
 	FULL_INTEGRATION_MAJORS=all UPDATE_ALL_MAJORS=all HA_KILLS=3 PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
 	  CITUS_MAJORS="16 17 18" MOVE_PAIRS="15-18 16-18 17-18 18-19" MULTIMASTER_MAJORS="16 18 19" \
+  UPGRADE_PAIRS="15-18 18-19" UPDATE_MAJORS=all \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
 
 # scripts/check-links.py: Python stdlib, offline, GitHub's heading anchors;
