@@ -53,12 +53,15 @@ pg_config_for() {
 # How the extension is built and installed for major NN (the Makefile asks these):
 #   pg_build_cmd_for NN      the command prefix cargo runs under: nothing on the host (15-18); on 19
 #                            scripts/pg19root.sh exec in the root, with its own target directory
-#                            (target/pg19: the root's toolchain never mixes with the host's builds)
+#                            inside the root (/var/cache/pg_idgen-build/target: the root's toolchain
+#                            never mixes with the host's builds, and the dependencies compiled once
+#                            per machine serve every checkout, as the root itself does; cargo
+#                            rebuilds a checkout's own crates by their path)
 #   pg_build_config_for NN   the pg_config that build reads (on 19 the root's real one)
 #   pg_destdir_for NN        the directory a package tree is copied under to install it (/ or the root)
 pg_build_cmd_for() {
     case ${1:-} in
-        19) printf '%s exec -- env CARGO_TARGET_DIR=target/pg19\n' "$PG_IDGEN_PG_HOME/pg19/pg19root.sh" ;;
+        19) printf '%s exec -- env CARGO_TARGET_DIR=/var/cache/pg_idgen-build/target\n' "$PG_IDGEN_PG_HOME/pg19/pg19root.sh" ;;
         *) echo ;;
     esac
 }
