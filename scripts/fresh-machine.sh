@@ -5,10 +5,10 @@
 # Usage:
 #   scripts/fresh-machine.sh base            make the machine once (about 3 min): debootstrap
 #                                            bookworm (standard variant), build-essential,
-#                                            ca-certificates, curl, git, sudo, this host's Rust
-#                                            toolchain (rustup's active one) and cargo-pgrx; no
-#                                            PostgreSQL, libclang, ~/.pgrx, cargo registry or build
-#                                            cache. This host's extra CA certificates
+#                                            ca-certificates, curl, git, sudo and this host's Rust
+#                                            toolchain (rustup's active one): Rust only, no
+#                                            cargo-pgrx, PostgreSQL, libclang, ~/.pgrx, cargo
+#                                            registry or build cache. This host's extra CA certificates
 #                                            (/usr/local/share/ca-certificates: a network that
 #                                            intercepts TLS) go along, and 127.0.1.1 <hostname> into
 #                                            /etc/hosts, as Debian's installer writes it.
@@ -21,6 +21,19 @@
 #                                            clean environment; then `make stop`, Debian's own
 #                                            cluster stopped, anything left in the chroot killed
 #                                            (and said: it would be a leak), unmounted, removed.
+#                                            FRESH_CARGO_PGRX=1: this host's cargo-pgrx copied into
+#                                            the machine first (a newcomer who has it already).
+#   scripts/fresh-machine.sh targets COMMIT  every make target README.md and docs/getting-started.md
+#                                            name, each on a machine of its own (as run does): it
+#                                            must end with exit 0, or fail saying in its last line
+#                                            what to run first (a make or scripts/ command), with
+#                                            no Rust error chain, panic or backtrace; one still
+#                                            running after FRESH_TARGET_SECS (default 600) without
+#                                            an error so far counts as started (make test, deps,
+#                                            bench take longer). FRESH_TARGETS="run;install PG=16"
+#                                            overrides the list. A table at the end; exit 1 when a
+#                                            target fails that rule. Long (about an hour): not in
+#                                            make test or .ci/run.
 # Logs (FRESH_LOGDIR, default target/fresh-machine): make-run-<commit>-<args>.log, the same with
 # each line's elapsed seconds (.ts.log), and what the run installed (.pkgs: new Debian packages
 # with their sizes, the wheels, ~/.cargo/registry, ~/.pgrx).
@@ -78,11 +91,13 @@ SRC
     cp -a "$HOME/.rustup/toolchains/$tc" "$B/root/.rustup/toolchains/"
     [ ! -e "$HOME/.rustup/update-hashes/$tc" ] || cp -a "$HOME/.rustup/update-hashes/$tc" "$B/root/.rustup/update-hashes/"
     find "$HOME/.rustup/toolchains" -maxdepth 1 -type l -lname "*$tc" -exec cp -a {} "$B/root/.rustup/toolchains/" \;
-    cp -a "$HOME/.cargo/bin" "$B/root/.cargo/"
-    for f in env .crates.toml .crates2.json; do [ ! -e "$HOME/.cargo/$f" ] || cp -a "$HOME/.cargo/$f" "$B/root/.cargo/"; done
-    chroot "$B" /usr/bin/env -i HOME=/root PATH=/root/.cargo/bin:/usr/bin:/bin cargo pgrx --version \
-        || die "cargo pgrx does not run in $B (install cargo-pgrx 0.19.4 on this host first: make deps)"
-    say "base ready: $B"
+    # rustup's proxies (cargo, rustc, ...) and nothing cargo installed: Rust only
+    mkdir -p "$B/root/.cargo/bin"
+    find "$HOME/.cargo/bin" -maxdepth 1 \( -type l -o -type f \) ! -name 'cargo-pgrx*' -exec cp -a {} "$B/root/.cargo/bin/" \;
+    [ ! -e "$HOME/.cargo/env" ] || cp -a "$HOME/.cargo/env" "$B/root/.cargo/"
+    chroot "$B" /usr/bin/env -i HOME=/root PATH=/root/.cargo/bin:/usr/bin:/bin cargo --version \
+        || die "cargo does not run in $B"
+    say "base ready: $B (Rust only)"
 }
 
 M=$RUN/merged
@@ -158,7 +173,8 @@ cleanup() {
 }
 
 cmd_run() {
-[ -x "$BASE/root/.cargo/bin/cargo-pgrx" ] || die "$BASE is not a prepared base (scripts/fresh-machine.sh base)"
+[ -x "$BASE/root/.cargo/bin/cargo" ] || die "$BASE is not a prepared base (scripts/fresh-machine.sh base)"
+RUN_CMD=${RUN_CMD:-run}   # the make target (cmd_targets sets others)
 # ---- 0. one run at a time (the cleanup below would kill another run's chroot), then leftovers --
 exec 9>"$RUN.lock"
 if ! flock -n 9; then
@@ -174,6 +190,8 @@ shift
 SHORT=${COMMIT:0:7}
 ARGS_TAG=$(printf '%s_' "$@" | sed -e 's/_$//' -e 's#[^A-Za-z0-9=._-]#_#g')
 [ -n "$ARGS_TAG" ] || ARGS_TAG=default
+[ "$RUN_CMD" = run ] || ARGS_TAG=$RUN_CMD-$ARGS_TAG
+[ "${FRESH_CARGO_PGRX:-0}" != 1 ] || ARGS_TAG=$ARGS_TAG-with-cargo-pgrx
 LOG=$LOGDIR/make-run-$SHORT-$ARGS_TAG.log
 TSLOG=$LOGDIR/make-run-$SHORT-$ARGS_TAG.ts.log
 PKGS=$LOGDIR/make-run-$SHORT-$ARGS_TAG.pkgs
@@ -191,6 +209,9 @@ else
 fi
 mount_machine "$M"
 cp /etc/resolv.conf "$M/etc/resolv.conf"
+if [ "${FRESH_CARGO_PGRX:-0}" = 1 ]; then
+    cp -a "$(command -v cargo-pgrx)" "$M/root/.cargo/bin/" || die "FRESH_CARGO_PGRX=1: no cargo-pgrx on this host"
+fi
 
 if [ -n "$(ss -ltnH 'sport = :5432' 2>/dev/null)" ]; then
     say "port 5432 is taken on the host: services will not start in the chroot (policy-rc.d 101)"
@@ -217,11 +238,12 @@ fi
     echo "# make args: ${*:-(none)}${PATCHNOTE}; started $(date -u +%FT%TZ); $POLICY; host load: $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$LOG"
 cp "$LOG" "$TSLOG"
-say "cd /root/pg_idgen && time make run $* (log: $LOG)"
+say "cd /root/pg_idgen && time make $RUN_CMD $* (log: $LOG)"
 T0=$(date +%s)
 # shellcheck disable=SC2016
 set +e   # a failing make run is a result to record (its status, what it installed), not an abort
-in_chroot /bin/bash -c 'cd /root/pg_idgen && time make run "$@"' make-run "$@" 2>&1 |
+# shellcheck disable=SC2016
+in_chroot timeout -s INT "${RUN_LIMIT:-0}" /bin/bash -c 'cd /root/pg_idgen && time make "$@" </dev/null' make "$RUN_CMD" "$@" 2>&1 |
     while IFS= read -r line; do
         printf '%s\n' "$line" >> "$LOG"
         printf '+%4ds %s\n' $(( $(date +%s) - T0 )) "$line" >> "$TSLOG"
@@ -230,7 +252,7 @@ in_chroot /bin/bash -c 'cd /root/pg_idgen && time make run "$@"' make-run "$@" 2
 RC=${PIPESTATUS[0]}
 set -e
 T1=$(date +%s)
-echo "# make run exit status $RC, wall $((T1 - T0))s, finished $(date -u +%FT%TZ)" | tee -a "$LOG" >> "$TSLOG"
+echo "# make $RUN_CMD exit status $RC, wall $((T1 - T0))s, finished $(date -u +%FT%TZ)" | tee -a "$LOG" >> "$TSLOG"
 
 # ---- 5. what the run brought in ----------------------------------------------------------
 {
@@ -266,9 +288,50 @@ if [ -n "$left" ]; then
     echo "# processes left in the chroot after make stop and pg_ctlcluster stop: $left" >> "$LOG"
 fi
 kill_chroot_procs
-say "make run exit status $RC; log $LOG, timestamps $TSLOG, packages $PKGS"
+say "make $RUN_CMD exit status $RC; log $LOG, timestamps $TSLOG, packages $PKGS"
 grep -E '^make run: |^real' "$LOG" >&2 || true
-exit "$RC"
+LAST_LOG=$LOG LAST_WALL=$((T1 - T0))
+return "$RC"
+}
+
+# the make targets README.md and docs/getting-started.md name ("make X [PG=NN]"), once each;
+# psql is interactive (it is given no input here, so it connects and ends)
+doc_targets() {
+    grep -ohE '`make [a-z][a-z0-9-]*( PG=[0-9]+)?' "$ROOT/README.md" "$ROOT/docs/getting-started.md" \
+        | sed 's/^`make //' | awk '!seen[$0]++' \
+        | while read -r t rest; do grep -q "^$t:" "$ROOT/Makefile" && echo "$t${rest:+ $rest}"; done
+}
+
+# judge LOG RC: ok (exit 0), started (stopped at the limit, no error so far), told (failed, its
+# last line names what to run first, no Rust error chain), or FAILED
+judge() {
+    local log=$1 rc=$2 last
+    if grep -Eq "panicked at|stack backtrace|^Location:|^ +[0-9]+: .*::|^Error: " "$log"; then echo FAILED; return; fi
+    [ "$rc" != 0 ] || { echo ok; return; }
+    [ "$rc" != 124 ] && [ "$rc" != 130 ] || { echo started; return; }
+    # the last line that is not make's own "make: *** ... Error N" or the chroot's timing
+    last=$(grep -Ev '^make(\[[0-9]+\])?: \*\*\*|^(real|user|sys)[[:space:]]|^# |^$' "$log" | tail -1)
+    if grep -Eq '(make [a-z]|scripts/[a-z-]+\.sh)' <<<"$last"; then echo told; else echo FAILED; fi
+}
+
+cmd_targets() {
+    local commit=$1 t rc verdict line bad=0 targets=()
+    if [ -n "${FRESH_TARGETS:-}" ]; then IFS=';' read -ra targets <<<"$FRESH_TARGETS"; else mapfile -t targets < <(doc_targets); fi
+    local table=$LOGDIR/targets-$(git -C "$REPO" rev-parse --short "$commit").txt
+    : >"$table"
+    for t in "${targets[@]}"; do
+        read -ra words <<<"$t"
+        rc=0
+        ( RUN_CMD=${words[0]} RUN_LIMIT=${FRESH_TARGET_SECS:-600}; cmd_run "$commit" "${words[@]:1}"; ) || rc=$?
+        log=$(ls -t "$LOGDIR"/make-run-*-"${words[0]}"*.log 2>/dev/null | grep -v '\.ts\.log$' | head -1)
+        verdict=$(judge "$log" "$rc")
+        [ "$verdict" != FAILED ] || bad=1
+        line=$(printf '%-22s %-8s exit %-4s %s' "make $t" "$verdict" "$rc" "$(grep -Ev '^make(\[[0-9]+\])?: \*\*\*|^(real|user|sys)[[:space:]]|^# |^$' "$log" | tail -1 | cut -c1-110)")
+        echo "$line" | tee -a "$table"
+    done
+    say "targets: table in $table"
+    cat "$table" >&2
+    return $bad
 }
 
 [ "$(id -u)" = 0 ] || die "run as root"
@@ -276,5 +339,6 @@ cmd=${1:-}; [ $# -gt 0 ] && shift
 case $cmd in
     base) cmd_base ;;
     run)  [ $# -ge 1 ] || usage; mkdir -p "$LOGDIR"; cmd_run "$@" ;;
+    targets) [ $# -eq 1 ] || usage; mkdir -p "$LOGDIR"; cmd_targets "$1" ;;
     *)    usage ;;
 esac

@@ -11,13 +11,13 @@
 # PostgreSQL: syn, tokio, rustls, bindgen, pgrx's macros, pg_idgen_core. It is given an empty
 # PGRX_HOME, so the one unit that reads the server (pgrx-pg-sys's build script, bindgen over the
 # server's headers) fails at once instead of reading a server that apt is still unpacking; that
-# failure is expected and only logged. Afterwards `cargo pgrx package --profile demo` (the Makefile's
-# install-run) compiles only pgrx-pg-sys, pgrx and pg_idgen: the same profile, features and
-# flags, so cargo reuses the rest.
+# failure is expected and only logged. Afterwards scripts/ext.sh (the Makefile's install-run)
+# compiles only pgrx-pg-sys, pgrx and pg_idgen: the same profile, features and flags, so cargo
+# reuses the rest. No cargo-pgrx is built or needed.
 #
-# Where the server and pgrx's configuration are already there, nothing runs alongside: the build
-# that follows is cargo's usual incremental one (an empty PGRX_HOME would make cargo run the
-# server's build script again for nothing).
+# Where the server is already there, nothing runs alongside: the build that follows is cargo's
+# usual incremental one (an empty PGRX_HOME would make cargo run the server's build script again
+# for nothing).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,20 +25,14 @@ cd "$ROOT"
 MAJOR=${1:?usage: scripts/run-deps.sh MAJOR}
 export PATH="$HOME/.cargo/bin:$PATH"
 PGENV_NO_RESOLVE=1 . scripts/pgenv.bash          # pg_config_for
-PGRX_HOME_REAL=${PGRX_HOME:-$HOME/.pgrx}
 
 log() { printf '[run] %s\n' "$*" >&2; }
 
 cfg=$(pg_config_for "$MAJOR")
 ahead=1
-# the server is there and pgrx knows it: nothing to overlap
-if [ -x "$cfg" ] && grep -Eq "^pg$MAJOR[[:space:]]*=[[:space:]]*\"$cfg\"" "$PGRX_HOME_REAL/config.toml" 2>/dev/null; then
-    ahead=0
-fi
-# no cargo, or cargo-pgrx still to be built (scripts/deps.sh builds it: 7 minutes of both cores):
-# scripts/deps.sh alone
-PGRX_VERSION=$(sed -n 's/^PGRX_VERSION=//p' scripts/deps.sh)
-command -v cargo >/dev/null 2>&1 && [ "$(scripts/cargo.sh pgrx --version 2>/dev/null || true)" = "cargo-pgrx $PGRX_VERSION" ] || ahead=0
+# the server is there: nothing to overlap (the build that follows is cargo's usual incremental one)
+[ ! -x "$cfg" ] || ahead=0
+command -v cargo >/dev/null 2>&1 || ahead=0
 
 # 19 is built inside its sid root, which scripts/deps.sh makes first: nothing to compile ahead
 [ "$MAJOR" != 19 ] || ahead=0
@@ -64,7 +58,7 @@ trap 'exit 130' INT TERM
 log "compiling the Rust dependencies while scripts/deps.sh installs (log: $LOG)"
 # PGRX_PG_CONFIG_PATH / _AS_ENV would name a server to pgrx-pg-sys's build script: not yet
 env -u PGRX_PG_CONFIG_PATH -u PGRX_PG_CONFIG_AS_ENV PGRX_HOME="$EMPTY" \
-    setsid scripts/cargo.sh build --lib --profile demo --no-default-features --features "pg$MAJOR" --keep-going \
+    setsid scripts/cargo.sh build --profile demo -p pg_idgen -p pg_idgen_sqlgen --no-default-features --features "pg_idgen/pg$MAJOR" --keep-going \
     >"$LOG" 2>&1 </dev/null &
 ahead_pid=$!
 scripts/deps.sh --run "$MAJOR"    # on failure: exit, and stop_ahead stops the compile

@@ -6,7 +6,7 @@
 #   Several:       docs and core once (they do not depend on PostgreSQL), then pgrx, regress, integration
 #                  and clients on each major, then the pg_upgrade test of each pair of UPGRADE_PAIRS
 #                  (default 15 -> 18; make test-all adds 18 -> 19) whose two majors are in the list.
-#   Env: MATRIX_LAYERS="docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move"
+#   Env: MATRIX_LAYERS="docs core rules pgrx sql regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move"
 #        restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
 #        CLIENT_MAJORS="15" the majors the client libraries run against ("all": every one; one
@@ -40,8 +40,12 @@
 #          UPGRADE_TO set: that one pair; make test-all: 15 -> 18 and 18 -> 19);
 #        MOVE_PAIRS="15-18" the move layer's pairs OLD-NEW (make test-all: 15, 16, 17 -> 18
 #          and 18 -> 19);
-#        UPDATE_MAJORS="15 16 17 18" the majors with an extupdate layer (make test-all: all; 19's
+#        UPDATE_MAJORS="15 18" the majors with an extupdate layer (make test-all: all; 19's
 #          update runs its 0.6.0 database through pg_upgrade from 18);
+#        PGRX_MAJORS="15 18 19" the majors with a pgrx layer (#[pg_test]) and the sql layer (the
+#          install script against cargo pgrx schema): the oldest, the newest and the one of the
+#          integration share; 16 and 17 build, install and run pg_regress (make test-all: all;
+#          one major given alone always has them);
 #        UPDATE_ALL_MAJORS="15" the majors whose extupdate layer updates from every release
 #          (`make print-update-from`); the others update from the newest only ("all": every
 #          major, as make test-all; one major given alone: it);
@@ -55,6 +59,8 @@
 #   core         cargo test -p pg_idgen_core                    (make test-core)
 #   rules        promtool check/test of prometheus/pg_idgen.rules.yml, once (make test-monitoring-rules)
 #   pgrx         cargo pgrx test pgNN --runas postgres          (make test-pgrx PG=NN)
+#   sql          the install script scripts/ext.sh renders (sqlgen/) against `cargo pgrx schema`'s:
+#                the same statements                            (make test-sql PG=NN)
 #   regress      tests/regress/run.sh on a dev-profile install  (make test-regress PG=NN)
 #   integration  tests/integration/*/*.sh, same install           (make test-integration PG=NN)
 #   clients      tests/clients/run.sh, same install: psycopg, asyncpg, SQLAlchemy, Django,
@@ -98,7 +104,7 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 [ $# -gt 0 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 MAJORS=("$@")
-LAYERS=${MATRIX_LAYERS:-docs core rules pgrx regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move}
+LAYERS=${MATRIX_LAYERS:-docs core rules pgrx sql regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-}
 INTEGRATION_SHARE_MAJORS=${INTEGRATION_SHARE_MAJORS:-15 18}
@@ -127,8 +133,11 @@ HA_KILLS=${HA_KILLS:-2}
 # the majors that update from every release; the others from the newest one only
 UPDATE_ALL_MAJORS=${UPDATE_ALL_MAJORS:-15}
 # the majors with an extupdate layer ("all": every one; one major given alone always has it)
-UPDATE_MAJORS=${UPDATE_MAJORS:-15 16 17 18}
+UPDATE_MAJORS=${UPDATE_MAJORS:-15 18}
 [ ${#MAJORS[@]} -gt 1 ] || UPDATE_MAJORS=all
+PGRX_MAJORS=${PGRX_MAJORS:-15 18 19}
+[ ${#MAJORS[@]} -gt 1 ] || PGRX_MAJORS=all
+pgrx_major() { [[ " $PGRX_MAJORS " == *" $1 "* || $PGRX_MAJORS == all ]]; }
 [ "$UPDATE_ALL_MAJORS" = all ] || all_given "$UPDATE_ALL_MAJORS" || UPDATE_ALL_MAJORS+=" $(ends_given)"
 [ ${#MAJORS[@]} -gt 1 ] || UPDATE_ALL_MAJORS=all
 # the releases the update tests start from (tests/upgrade/extension_update.sh: 0.1.0,
@@ -360,7 +369,7 @@ for m in "${MAJORS[@]}"; do
         SUMMARY[$m]="PostgreSQL $m is not installed (${cfg:-unsupported}; make deps)"; FAILED+=("pg$m:missing"); continue
     fi
     VERSION[$m]=$("$cfg" --version | sed -E 's/^PostgreSQL ([0-9][0-9a-z.]*).*/\1/')   # 16.2, 19rc1
-    if has_layer pgrx; then
+    if has_layer pgrx && pgrx_major "$m"; then
         run_layer "$m" pgrx make --no-print-directory test-pgrx PG="$m"
         line+="pg_test $(pgrx_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS) with its build)  "
     fi
@@ -389,6 +398,10 @@ for m in "${MAJORS[@]}"; do
         if [ $LAST_RC -ne 0 ]; then
             line+="install FAILED  "
         else
+            if has_layer sql && pgrx_major "$m"; then
+                run_layer "$m" sql make --no-print-directory test-sql PG="$m"
+                line+="install script = cargo pgrx schema's: $(grep -Eo 'the same [0-9]+ blocks' "$LAST_LOG" | grep -Eo '[0-9]+' || echo ?) blocks $(status $LAST_RC) ($(fmt $LAST_SECS))  "
+            fi
             if has_layer regress; then
                 run_layer "$m" regress env PG="$m" PG_CONFIG= tests/regress/run.sh
                 line+="pg_regress $(regress_counts "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "

@@ -59,8 +59,10 @@ wait_until 20 "keyed_drop + keyed_create in an open transaction" ddl_done && ok 
 PGDATABASE=victim "$CLUSTER" psql "$P" -At -c "SELECT keyed_next('race', 1)" >"$TMP/race.out" 2>&1 &
 RACE=$!
 BG_PIDS+=($RACE)
-waiting() { [ "$(qdb "$P" victim "SELECT count(*) FROM pg_locks WHERE relation = '$oldseq'::regclass AND NOT granted")" -ge 1 ]; }
-wait_until 20 "keyed_next waiting for the dropped backing sequence" waiting && ok "keyed_next waits for the drop in flight"
+# it waits for the space's lock, which keyed_drop holds until its commit: an object lock whose class
+# is pg_idgen_keyed_spaces and whose object is the backing sequence's OID
+waiting() { [ "$(qdb "$P" victim "SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'object' AND classid = 'pg_idgen_keyed_spaces'::pg_catalog.regclass AND objid = '$oldseq'::pg_catalog.regclass AND NOT granted")" -ge 1 ]; }
+wait_until 20 "keyed_next waiting for the lock of the space being dropped" waiting && ok "keyed_next waits for the drop in flight"
 echo "COMMIT;" >&7
 exec 7>&-
 rc=0; wait "$RACE" || rc=$?
