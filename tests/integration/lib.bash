@@ -59,11 +59,15 @@ cleanup() {
     done
     rm -rf "$TMP"
     if [ "$rc" -ne 0 ] && [ -z "${FINISHED:-}" ]; then
-        echo "[$TEST_NAME] FAIL: aborted (exit $rc) after $PASSED passed / $FAILED failed checks"
+        echo "[$TEST_NAME] FAIL: aborted (exit $rc) after $PASSED passed / $FAILED failed checks${ABORTED_AT:+; the command that failed: $ABORTED_AT}"
     fi
     exit "$rc"
 }
 trap cleanup EXIT
+# the command whose failure ends a script under set -e (a failing command the script does not
+# test), with its file and line, for the abort message above; -E: also inside functions
+set -E
+trap 'ABORTED_AT="${BASH_SOURCE[0]##*/}:$LINENO: ${BASH_COMMAND:0:200} (exit $?)"' ERR
 trap 'exit 130' INT TERM
 
 itport() { echo $(( $1 + ${IT_PORT_OFFSET:-0} )); }
