@@ -477,7 +477,7 @@ fi
 if has_layer move; then
     for pair in $MOVE_PAIRS; do
         old=${pair%-*} new=${pair#*-}
-        given "$old" && given "$new" && [ "$old" -lt "$new" ] || continue
+        given "$old" && given "$new" && [ "$old" -le "$new" ] || continue
         run_layer "$pair" move env PG= PG_CONFIG= bash tests/integration/migrate/002_logical_move.sh "$old" "$new"
         n=$(grep -Eo 'PASS: all [0-9]+ checks passed' "$LAST_LOG" | grep -Eo '[0-9]+' | head -1)
         SUMMARY[move]="${SUMMARY[move]:+${SUMMARY[move]}  }logical move $old -> $new: ${n:-?} checks $(status $LAST_RC) ($(fmt $LAST_SECS))"

@@ -70,6 +70,10 @@ set -E
 trap 'ABORTED_AT="${BASH_SOURCE[0]##*/}:$LINENO: ${BASH_COMMAND:0:200} (exit $?)"' ERR
 trap 'exit 130' INT TERM
 
+# the synchronization errors of the row s of pg_stat_subscription_stats: the column sync_error_count
+# on 15-18; 19 counts tables and sequences apart (sync_table_error_count, sync_seq_error_count)
+SYNC_ERRORS="coalesce((pg_catalog.to_jsonb(s) ->> 'sync_error_count')::bigint, (pg_catalog.to_jsonb(s) ->> 'sync_table_error_count')::bigint + (pg_catalog.to_jsonb(s) ->> 'sync_seq_error_count')::bigint)"
+
 itport() { echo $(( $1 + ${IT_PORT_OFFSET:-0} )); }
 
 cluster_start() {

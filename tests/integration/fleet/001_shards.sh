@@ -364,10 +364,10 @@ for db in postgres fanp; do
     check "end: $db.orders rows not attributed by uid_decode to the shard that wrote them" "$bad" -eq 0
     # (both views are cluster-wide: one row per subscription of any database)
     sp=$([ $db = fanp ] && echo fanp_sub || echo fleet_sub)
-    read -r ns ae se <<<"$(qdb "$AGG" $db "SELECT count(*), coalesce(sum(apply_error_count), -1), coalesce(sum(sync_error_count), -1) FROM pg_stat_subscription_stats WHERE subname LIKE '${sp}_%'" | tr '|' ' ')"
+    read -r ns ae se <<<"$(qdb "$AGG" $db "SELECT count(*), coalesce(sum(apply_error_count), -1), coalesce(sum($SYNC_ERRORS), -1) FROM pg_stat_subscription_stats s WHERE subname LIKE '${sp}_%'" | tr '|' ' ')"
     check "end: $db: subscriptions ${sp}_1..3" "$ns" -eq 3
     check "end: $db: pg_stat_subscription_stats.apply_error_count (sum over ${sp}_1..3)" "$ae" -eq 0
-    check "end: $db: pg_stat_subscription_stats.sync_error_count (sum over ${sp}_1..3)" "$se" -eq 0
+    check "end: $db: pg_stat_subscription_stats' synchronization errors (sum over ${sp}_1..3)" "$se" -eq 0
     nw=$(qdb "$AGG" $db "SELECT count(*) FROM pg_stat_subscription WHERE subname LIKE '${sp}_%' AND pid IS NOT NULL AND relid IS NULL")
     check "end: $db: apply workers running for ${sp}_1..3" "$nw" -eq 3
 done

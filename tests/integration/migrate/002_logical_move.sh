@@ -20,6 +20,9 @@
 #            load, once again at the cut-over (writes stopped), once more afterwards (only raises);
 #   control: no import: the tags and the keyed space made on the new cluster by hand with the same
 #            arguments, its own mask key of the same name (as without the cut-over step).
+#   sequences (both majors 19 or newer): as control, but published FOR ALL TABLES, ALL SEQUENCES
+#            and, at the cut-over, ALTER SUBSCRIPTION ... REFRESH SEQUENCES (PostgreSQL 19 copies
+#            sequence values): what that carries by itself, without pg_idgen_state_import.
 # Asserted (move): every acknowledged row on the new cluster; no snowflake id, segment value (per
 # tag) or (key, value) twice across both clusters; every new id above every old one; strided and
 # slotted values only in their node's chunks and slots; every key's first value on the new cluster
@@ -27,8 +30,12 @@
 # above the largest value of its bucket); every masked id unmasks to its id on both clusters; the
 # subscription applied the tags and spaces made on the old cluster under load without an apply
 # error. Asserted (control): values handed out twice, ids below the old ones, masked ids that do
-# not unmask. Figures logged: rows, cut-over time (writers paused -> first write on the new
-# cluster), import time, repeats in the control.
+# not unmask. Asserted (sequences): every backing sequence's value on the new cluster equal to the
+# old one's after the refresh; no plain, strided or slotted tag value twice (their reservations
+# are backing sequences'); still (key, value) pairs twice, snowflake ids below the old ones and
+# masked ids that do not unmask (the keyed bounds, the worker's floor and the mask keys are no
+# sequences). Figures logged: rows, cut-over time (writers paused -> first write on the new
+# cluster), import time, repeats in the control and with the refresh alone.
 set -euo pipefail
 ROOT_DIR=$(cd "$(dirname "$0")/../../.." && pwd)
 if [ -d "${1:-}" ]; then ROOT_DIR=$1; shift; fi   # scripts/run-integration.sh passes the repository
@@ -121,7 +128,8 @@ scenario() {
     db "$O" "SET client_min_messages = error" "CREATE EXTENSION pg_idgen" \
         "SELECT uid_mask_key_create('pub')" \
         "SELECT uid_layout_register('lay_m', '2024-01-01', 41, 10, 12)" \
-        "${GENERATORS[@]}" "${APP_DDL[@]}" "CREATE PUBLICATION mv_pub FOR ALL TABLES" >/dev/null
+        "${GENERATORS[@]}" "${APP_DDL[@]}" \
+        "CREATE PUBLICATION mv_pub FOR ALL TABLES$([ "$mode" != sequences ] || echo ", ALL SEQUENCES")" >/dev/null
     check "$mode: old cluster runs PostgreSQL $OLDV" "$(q "$O" "SHOW server_version_num" | cut -c1-2)" -eq "$OLDV"
     # ---- the new cluster: its clock 60 s behind, the same worker id
     use "$NEWV"
@@ -132,8 +140,9 @@ scenario() {
     q "$N" "CREATE DATABASE app" >/dev/null
     db "$N" "SET client_min_messages = error" "CREATE EXTENSION pg_idgen" "${APP_DDL[@]}" >/dev/null
     check "$mode: new cluster runs PostgreSQL $NEWV" "$(q "$N" "SHOW server_version_num" | cut -c1-2)" -eq "$NEWV"
-    if [ "$mode" = control ]; then
-        # as without the cut-over step: generators made by hand, a mask key made here
+    if [ "$mode" != move ]; then
+        # as without the cut-over step: generators made by hand, a mask key made here (their
+        # backing sequences get the names they have on the old cluster: made in the same order)
         db "$N" "SELECT uid_mask_key_create('pub')" "SELECT uid_layout_register('lay_m', '2024-01-01', 41, 10, 12)" \
             "${GENERATORS[@]}" >/dev/null
     fi
@@ -147,7 +156,8 @@ scenario() {
     wait_until 60 "$mode: the subscription synchronized every table" synced
     wait_until 60 "$mode: 40 batches on the old cluster" eval '[ "$(batches_on old)" -ge 40 ]'
     # generators made on the old cluster under load: their rows replicate (and are skipped) too
-    db "$O" "SELECT segment_create('late_tag')" "SELECT keyed_create('late_space')" >/dev/null
+    # (not with the sequences published: a sequence the new cluster lacks stops their refresh)
+    [ "$mode" = sequences ] || db "$O" "SELECT segment_create('late_tag')" "SELECT keyed_create('late_space')" >/dev/null
     if [ "$mode" = move ]; then
         local t0; t0=$(date +%s%N)
         import_pass 1
@@ -162,11 +172,19 @@ scenario() {
     wait_until 30 "$mode: every writer idle" writers_idle
     wait_until 60 "$mode: the subscription caught up with the old cluster (the same rows on both)" caught_up
     check "$mode: no apply or synchronization error while the subscription ran" \
-        "$(db "$N" "SELECT apply_error_count + sync_error_count FROM pg_stat_subscription_stats WHERE subname = 'mv_sub'")" -eq 0
+        "$(db "$N" "SELECT apply_error_count + $SYNC_ERRORS FROM pg_stat_subscription_stats s WHERE subname = 'mv_sub'")" -eq 0
     if [ "$mode" = move ]; then
         local t1; t1=$(date +%s%N)
         import_pass 2
         import_ms=$(( ($(date +%s%N) - t1) / 1000000 ))
+    fi
+    if [ "$mode" = sequences ]; then
+        db "$N" "ALTER SUBSCRIPTION mv_sub REFRESH SEQUENCES" >/dev/null
+        SEQS="SELECT string_agg(sequencename || '=' || coalesce(last_value::text, '-'), ' ' ORDER BY sequencename) FROM pg_catalog.pg_sequences WHERE sequencename LIKE 'pg_idgen_%'"
+        seqs_same() { [ "$(db "$N" "$SEQS")" = "$(db "$O" "$SEQS")" ]; }
+        wait_until 60 "sequences: the refresh copied every backing sequence's value" seqs_same
+        check "sequences: the backing sequences on the new cluster equal the old ones after REFRESH SEQUENCES ($(db "$O" "SELECT count(*) FROM pg_catalog.pg_sequences WHERE sequencename LIKE 'pg_idgen_%'") sequences)" \
+            "$(db "$N" "$SEQS")" == "$(db "$O" "$SEQS")"
     fi
     db "$N" "ALTER SUBSCRIPTION mv_sub DISABLE" "ALTER SUBSCRIPTION mv_sub SET (slot_name = NONE)" "DROP SUBSCRIPTION mv_sub" >/dev/null
     db "$O" "SELECT pg_drop_replication_slot('mv_sub')" >/dev/null
@@ -252,7 +270,16 @@ scenario() {
         dup_slt=$(db "$N" "SELECT count(*) - count(DISTINCT slt) FROM ev")
         dup_keyed=$(db "$N" "SELECT count(*) FROM (SELECT k, v FROM msgs GROUP BY k, v HAVING count(*) > 1) d")
         unmask_bad=$(db "$N" "SELECT count(*) FROM masked WHERE site = 'old' AND uid_unmask(pub, 'pub') <> id")
-        log "control: repeats without the cut-over step: snowflake ids twice $dup_id, new ids at or below the old maximum $below_id; values twice: inv $dup_inv, str $dup_str, slt $dup_slt; (key, value) twice $dup_keyed; old masked ids that do not unmask on the new cluster $unmask_bad"
+        log "$mode: repeats without the cut-over step$([ "$mode" = control ] || echo " (sequences refreshed)"): snowflake ids twice $dup_id, new ids at or below the old maximum $below_id; values twice: inv $dup_inv, str $dup_str, slt $dup_slt; (key, value) twice $dup_keyed; old masked ids that do not unmask on the new cluster $unmask_bad"
+    fi
+    if [ "$mode" = sequences ]; then
+        check "sequences: no plain tag value twice (its reservations are its backing sequence's)" "$dup_inv" -eq 0
+        check "sequences: no strided tag value twice" "$dup_str" -eq 0
+        check "sequences: no slotted tag value twice" "$dup_slt" -eq 0
+        check "sequences: still (key, value) pairs twice (the keyed bounds are no sequence)" "$dup_keyed" -gt 0
+        check "sequences: still new snowflake ids at or below the old cluster's largest (no sequence either)" "$below_id" -gt 0
+        check "sequences: still old masked ids that do not unmask (the mask key is no sequence)" "$unmask_bad" -gt 0
+    elif [ "$mode" = control ]; then
         check "control: plain tag values handed out twice" "$dup_inv" -gt 0
         check "control: strided tag values handed out twice" "$dup_str" -gt 0
         check "control: slotted tag values handed out twice" "$dup_slt" -gt 0
@@ -269,4 +296,6 @@ scenario() {
 
 scenario move
 scenario control
+# PostgreSQL 19 publishes sequences: what REFRESH SEQUENCES alone carries
+[ "$OLDV" -lt 19 ] || scenario sequences
 finish
