@@ -15,15 +15,16 @@
 #                          16-18), port 288NN, with a demo table; prints the time
 #   make test, test-all    run make deps first (the full set: every major, the test tools)
 #   make psql|stop [PG=NN] psql into / stop that demo cluster
-#   make test              the matrix: core unit tests once; on 15 and 18 #[pg_test], the install
-#                          script against cargo pgrx schema's, pg_regress, the integration scripts
-#                          (the cross-version ones on each, the others shared out between the two)
-#                          and the update from the newest release (on 15 from every release, with
-#                          the client libraries and the package; on 18 the package, partitions,
-#                          active-active and Citus); on 16 and 17 the build and pg_regress; on 19
-#                          #[pg_test], the install script and pg_regress (its other layers: make
-#                          test-all or make test PG=19); then pg_upgrade and the logical move
-#                          15 -> 18; a summary line per major and the time of every layer at the end
+#   make test              the matrix: core unit tests once; on 15 and 19 (the oldest and the
+#                          newest) #[pg_test], the install script against cargo pgrx schema's,
+#                          pg_regress, the integration scripts (the cross-version ones on each, the
+#                          others shared out between the two) and the update (on 15 from every
+#                          release, with the client libraries, Patroni and the package; on 19 from
+#                          the newest, its database made on 18 and pg_upgraded, and active-active);
+#                          on 16, 17 and 18 the build and pg_regress (17 the postgres_exporter
+#                          scrape, 18 partitions, Citus and the package); then pg_upgrade and the
+#                          logical move 18 -> 19; a summary line per major and the time of every
+#                          layer at the end
 #   make test PG=17        one major, every layer
 #   make test-docs         every relative link and #anchor of README.md and docs/ resolves, and no
 #                          import cycle between the files of src/ but shmem <-> wal (offline)
@@ -54,8 +55,8 @@
 #                          workers, a third added under load, a rebalance, a shard move, kill -9;
 #                          every insert form through every node; no value twice, every worker id the
 #                          evaluating node's Citus group (tests/citus/run.sh)
-#   make test-upgrade [UPGRADE_FROM=15 UPGRADE_TO=18]                       pg_upgrade test
-#   make test-move [UPGRADE_FROM=15 UPGRADE_TO=18]    a move by logical replication across majors,
+#   make test-upgrade [UPGRADE_FROM=18 UPGRADE_TO=19]                       pg_upgrade test
+#   make test-move [UPGRADE_FROM=18 UPGRADE_TO=19]    a move by logical replication across majors,
 #                          under load, the state carried at the cut-over (migrate/002_logical_move)
 #   make test-monitoring [PG=NN]   prometheus/: promtool check + test of the alert rules, then a
 #                          real postgres_exporter (Debian's) scraping a cluster of that major
@@ -330,8 +331,8 @@ test-monitoring: test-monitoring-rules install-test
 	@echo "=== postgres_exporter on PostgreSQL $(PG): tests/monitoring/exporter.sh ==="
 	scripts/run-integration.sh tests/monitoring/exporter.sh
 
-UPGRADE_FROM ?= 15
-UPGRADE_TO   ?= 18
+UPGRADE_FROM ?= 18
+UPGRADE_TO   ?= 19
 # a move to a newer major by logical replication under load, the state carried at the cut-over
 test-move:
 	$(MAKE) --no-print-directory install-test PG=$(UPGRADE_FROM)

@@ -5,7 +5,7 @@
 #   One major:     every layer on it: docs, core, pgrx, regress, integration, clients.
 #   Several:       docs and core once (they do not depend on PostgreSQL), then pgrx, regress, integration
 #                  and clients on each major, then the pg_upgrade test of each pair of UPGRADE_PAIRS
-#                  (default 15 -> 18; make test-all adds 18 -> 19) whose two majors are in the list.
+#                  (default 18 -> 19; make test-all adds 15 -> 18) whose two majors are in the list.
 #   Env: MATRIX_LAYERS="docs core rules pgrx sql regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move"
 #        restricts the layers;
 #        PACKAGE_MAJORS="15 18" the majors whose package is built and installed;
@@ -14,18 +14,18 @@
 #          libraries' handling of bigint, the same on every major;
 #        RELEASE_PACKAGE_MAJORS="15" those of them packaged from the release build (lto = "fat",
 #          the one release build of make test); the others package the test build;
-#        INTEGRATION_SHARE_MAJORS="15 18" the majors that run every integration script between
+#        INTEGRATION_SHARE_MAJORS="15 19" the majors that run every integration script between
 #          them: each the cross-version ones, the others dealt out in turn (scripts/run-integration.sh,
 #          INTEGRATION_SCOPE=share);
-#        INTEGRATION_MAJORS="15 18" the majors with an integration layer (the others, 16, 17 and
-#          19 in make test, run #[pg_test], pg_regress and the update, which build and exercise their
+#        INTEGRATION_MAJORS="15 19" the majors with an integration layer: the oldest and the newest
+#          (the others, 16, 17 and 18 in make test, build and run pg_regress, which exercise their
 #          version-specific code; make test-all runs every script on every major);
 #        FULL_INTEGRATION_MAJORS="" the majors that run every integration script; "all" runs every
 #          script everywhere (make test-all); one major given alone always runs every one;
 #        MONITORING_MAJORS="17" the majors where a real postgres_exporter scrapes a cluster
 #          (default: the one major given, else 17);
 #        PARTITION_MAJOR=18 the major of the partition layer (one major: the one given);
-#        MULTIMASTER_MAJORS="18" the majors of the multimaster layer (one major given alone: it, if 16+;
+#        MULTIMASTER_MAJORS="19" the majors of the multimaster layer (one major given alone: it, if 16+;
 #          make test-all: "16 18 19");
 #        CITUS_MAJORS="18" the majors of the citus layer (16+; one major given alone: it, if 16+;
 #          make test-all: "16 17 18");
@@ -36,16 +36,16 @@
 #        PARTITION_SCENARIOS its scenarios (default the CI subset of tests/partition/run.sh;
 #          "all": every one, as make test-all runs them);
 #        MATRIX_KEEP_GOING=0 stops at the first failure (default: run everything, fail at the end);
-#        UPGRADE_PAIRS="15-18" the pg_upgrade layer's pairs OLD-NEW (UPGRADE_FROM and
+#        UPGRADE_PAIRS="18-19" the pg_upgrade layer's pairs OLD-NEW (UPGRADE_FROM and
 #          UPGRADE_TO set: that one pair; make test-all: 15 -> 18 and 18 -> 19);
-#        MOVE_PAIRS="15-18" the move layer's pairs OLD-NEW (make test-all: 15, 16, 17 -> 18
-#          and 18 -> 19);
-#        UPDATE_MAJORS="15 18" the majors with an extupdate layer (make test-all: all; 19's
+#        MOVE_PAIRS="18-19" the move layer's pairs OLD-NEW (make test-all: 15, 16, 17 -> 18,
+#          18 -> 19 and 19 -> 19, the last with and without REFRESH SEQUENCES);
+#        UPDATE_MAJORS="15 19" the majors with an extupdate layer (make test-all: all; 19's
 #          update runs its 0.6.0 database through pg_upgrade from 18);
-#        PGRX_MAJORS="15 18 19" the majors with a pgrx layer (#[pg_test]) and the sql layer (the
-#          install script against cargo pgrx schema): the oldest, the newest and the one of the
-#          integration share; 16 and 17 build, install and run pg_regress (make test-all: all;
-#          one major given alone always has them);
+#        PGRX_MAJORS="15 19" the majors with a pgrx layer (#[pg_test]) and the sql layer (the
+#          install script against cargo pgrx schema): the oldest and the newest; 16, 17 and 18
+#          build, install and run pg_regress (make test-all: all; one major given alone always
+#          has them);
 #        UPDATE_ALL_MAJORS="15" the majors whose extupdate layer updates from every release
 #          (`make print-update-from`); the others update from the newest only ("all": every
 #          major, as make test-all; one major given alone: it);
@@ -107,8 +107,8 @@ MAJORS=("$@")
 LAYERS=${MATRIX_LAYERS:-docs core rules pgrx sql regress integration clients monitoring ha partition multimaster citus extupdate package upgrade move}
 PACKAGE_MAJORS=${PACKAGE_MAJORS:-15 18}
 FULL_INTEGRATION_MAJORS=${FULL_INTEGRATION_MAJORS:-}
-INTEGRATION_SHARE_MAJORS=${INTEGRATION_SHARE_MAJORS:-15 18}
-INTEGRATION_MAJORS=${INTEGRATION_MAJORS:-15 18}
+INTEGRATION_SHARE_MAJORS=${INTEGRATION_SHARE_MAJORS:-15 19}
+INTEGRATION_MAJORS=${INTEGRATION_MAJORS:-15 19}
 # all_given LIST: every major of LIST is in this run
 all_given() { local v; for v in $1; do [[ " ${MAJORS[*]} " == *" $v "* ]] || return 1; done; }
 # ends_given: the oldest and the newest major of this run (MAJORS in ascending order)
@@ -125,7 +125,7 @@ CLIENT_MAJORS=${CLIENT_MAJORS:-15}
 # one major: the exporter test runs on it; several: on 17 unless told
 if [ ${#MAJORS[@]} -eq 1 ]; then MONITORING_MAJORS=${MONITORING_MAJORS:-${MAJORS[0]}}; else MONITORING_MAJORS=${MONITORING_MAJORS:-17}; fi
 if [ ${#MAJORS[@]} -eq 1 ]; then PARTITION_MAJOR=${PARTITION_MAJOR:-${MAJORS[0]}}; else PARTITION_MAJOR=${PARTITION_MAJOR:-18}; fi
-if [ ${#MAJORS[@]} -eq 1 ]; then MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-${MAJORS[0]}}; else MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-18}; fi
+if [ ${#MAJORS[@]} -eq 1 ]; then MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-${MAJORS[0]}}; else MULTIMASTER_MAJORS=${MULTIMASTER_MAJORS:-19}; fi
 if [ ${#MAJORS[@]} -eq 1 ]; then CITUS_MAJORS=${CITUS_MAJORS:-${MAJORS[0]}}; else CITUS_MAJORS=${CITUS_MAJORS:-18}; fi
 KEEP_GOING=${MATRIX_KEEP_GOING:-1}
 # the ha layer's lagging kills in a row per phase (tests/ha/run.sh alone and make test-all: 3)
@@ -133,9 +133,9 @@ HA_KILLS=${HA_KILLS:-2}
 # the majors that update from every release; the others from the newest one only
 UPDATE_ALL_MAJORS=${UPDATE_ALL_MAJORS:-15}
 # the majors with an extupdate layer ("all": every one; one major given alone always has it)
-UPDATE_MAJORS=${UPDATE_MAJORS:-15 18}
+UPDATE_MAJORS=${UPDATE_MAJORS:-15 19}
 [ ${#MAJORS[@]} -gt 1 ] || UPDATE_MAJORS=all
-PGRX_MAJORS=${PGRX_MAJORS:-15 18 19}
+PGRX_MAJORS=${PGRX_MAJORS:-15 19}
 [ ${#MAJORS[@]} -gt 1 ] || PGRX_MAJORS=all
 pgrx_major() { [[ " $PGRX_MAJORS " == *" $1 "* || $PGRX_MAJORS == all ]]; }
 [ "$UPDATE_ALL_MAJORS" = all ] || all_given "$UPDATE_ALL_MAJORS" || UPDATE_ALL_MAJORS+=" $(ends_given)"
@@ -145,8 +145,8 @@ pgrx_major() { [[ " $PGRX_MAJORS " == *" $1 "* || $PGRX_MAJORS == all ]]; }
 UPDATE_RELEASES=$(make --no-print-directory -s print-update-from)
 UPDATE_NEWEST=${UPDATE_RELEASES##* }
 if [ -n "${UPGRADE_FROM:-}" ] && [ -n "${UPGRADE_TO:-}" ]; then UPGRADE_PAIRS=$UPGRADE_FROM-$UPGRADE_TO; fi
-UPGRADE_PAIRS=${UPGRADE_PAIRS:-15-18}
-MOVE_PAIRS=${MOVE_PAIRS:-15-18}
+UPGRADE_PAIRS=${UPGRADE_PAIRS:-18-19}
+MOVE_PAIRS=${MOVE_PAIRS:-18-19}
 RUN_DIR=$(scripts/cluster.sh rundir)
 LOGS=$RUN_DIR/test-logs
 mkdir -p "$LOGS" && chmod 755 "$RUN_DIR" "$LOGS"
