@@ -7,7 +7,7 @@
 #      anyway) the statement runs as the owner in a security-restricted context: SET ROLE and
 #      RESET ROLE inside are refused.
 #   B  a non-member: 42501; NULL arguments: 22004; an unknown table: 42P01.
-# integration: major 18
+# integration: major 19
 # (in make test's share of 15 and 18: part A's check of GRANT ... WITH SET FALSE needs 16+)
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"

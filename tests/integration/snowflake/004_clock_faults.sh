@@ -14,7 +14,7 @@
 #   P4  restart (still 65 s behind) with -c pg_idgen.max_drift_ms=120000: ids succeed, all above
 #       the maximum issued before the crash.
 #   P5  kill -9 of the backend generating ids (whole-instance crash restart), then more ids.
-# integration: major 18
+# integration: major 15
 # (in make test's share of 15 and 18: one of the longest scripts, placed to even out the two)
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
