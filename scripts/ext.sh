@@ -27,37 +27,60 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 [ $# -eq 3 ] || { sed -n '5,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-PG_CONFIG=$1 PROFILE=$2 OUT=$3
+PG_CONFIG=$1 PROFILE=$2 OUT=${3%/}
 CARGO=${CARGO:-$ROOT/scripts/cargo.sh}
 EXT=pg_idgen
 
 [ -x "$PG_CONFIG" ] || { echo "scripts/ext.sh: $PG_CONFIG is not an executable pg_config (make deps, or make run PG=NN, installs the server first)" >&2; exit 1; }
 major=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
+[ -n "$version" ] || { echo "scripts/ext.sh: no version in Cargo.toml" >&2; exit 1; }
 pkglibdir=$("$PG_CONFIG" --pkglibdir)
 extdir=$("$PG_CONFIG" --sharedir)/extension
-
-# where cargo puts a profile's artifacts
-case $PROFILE in dev) subdir=debug ;; *) subdir=$PROFILE ;; esac
-target=${CARGO_TARGET_DIR:-$ROOT/target}/$subdir
+if grep -l '@GIT_HASH@' "$EXT.control" sql/"$EXT"--*--*.sql >&2; then
+    echo "scripts/ext.sh: @GIT_HASH@ in the files above: only @CARGO_VERSION@ is replaced here" >&2; exit 1
+fi
 
 # pgrx's configuration names this server already: the same environment as cargo-pgrx's builds
 pgrx_home=${PGRX_HOME:-$HOME/.pgrx}
-if ! grep -Eq "^pg$major[[:space:]]*=[[:space:]]*\"$PG_CONFIG\"" "$pgrx_home/config.toml" 2>/dev/null; then
+if grep -Eq "^pg$major[[:space:]]*=[[:space:]]*\"$PG_CONFIG\"" "$pgrx_home/config.toml" 2>/dev/null; then
+    unset PGRX_PG_CONFIG_PATH
+else
     export PGRX_PG_CONFIG_PATH=$PG_CONFIG
 fi
 
-echo "scripts/ext.sh: building pg_idgen $version for PostgreSQL $major (profile $PROFILE)"
-"$CARGO" build --profile "$PROFILE" -p "$EXT" -p pg_idgen_sqlgen \
-    --no-default-features --features "$EXT/pg$major"
+# One build and copy at a time per target directory: every major's build of a profile writes the
+# same target/<profile>/libpg_idgen.so (cargo puts no hash in a cdylib's name), so a second make
+# could replace it between this build and its copy.
+mkdir -p "${CARGO_TARGET_DIR:-$ROOT/target}"
+exec 8>"${CARGO_TARGET_DIR:-$ROOT/target}/.pg_idgen-ext.lock"
+flock 8
 
-rm -rf "$OUT.tmp"
-mkdir -p "$OUT.tmp$pkglibdir" "$OUT.tmp$extdir"
-cp "$target/lib$EXT.so" "$OUT.tmp$pkglibdir/$EXT.so"
-"$target/pg_idgen_sqlgen" "$target/lib$EXT.so" "$EXT.control" "$version" "$OUT.tmp$extdir/$EXT--$version.sql"
-sed "s/@CARGO_VERSION@/$version/g" "$EXT.control" >"$OUT.tmp$extdir/$EXT.control"
+echo "scripts/ext.sh: building pg_idgen $version for PostgreSQL $major (profile $PROFILE)"
+# the artifacts' paths from cargo's own messages (wherever a configuration puts the target
+# directory); the diagnostics still go to the terminal
+msgs=$(mktemp)
+trap 'rm -f "$msgs"; [ -z "${tmp:-}" ] || rm -rf "$tmp"' EXIT
+"$CARGO" build --profile "$PROFILE" -p "$EXT" -p pg_idgen_sqlgen \
+    --no-default-features --features "$EXT/pg$major" --message-format=json-render-diagnostics >"$msgs"
+artifact() {   # artifact NAME KIND FIELD: the path cargo reported for that target
+    grep '"reason":"compiler-artifact"' "$msgs" | grep "\"name\":\"$1\",\"src_path\"" | grep "\"kind\":\[\"$2\"\]" \
+        | sed -n "s/.*\"$3\":\[\{0,1\}\"\([^\"]*\)\".*/\1/p" | tail -1
+}
+lib=$(artifact "$EXT" cdylib filenames)
+sqlgen=$(artifact pg_idgen_sqlgen bin executable)
+[ -f "$lib" ] && [ -x "$sqlgen" ] || { echo "scripts/ext.sh: cargo reported no library ($lib) or sqlgen ($sqlgen)" >&2; exit 1; }
+
+tmp=$(mktemp -d "$OUT.XXXXXX")
+mkdir -p "$tmp$pkglibdir" "$tmp$extdir"
+cp "$lib" "$tmp$pkglibdir/$EXT.so"
+# the script from the copy: the library installed and its script come from the same build
+"$sqlgen" "$tmp$pkglibdir/$EXT.so" "$EXT.control" "$version" "$tmp$extdir/$EXT--$version.sql"
+sed "s/@CARGO_VERSION@/$version/g" "$EXT.control" >"$tmp$extdir/$EXT.control"
 for f in sql/"$EXT"--*--*.sql; do
-    sed "s/@CARGO_VERSION@/$version/g" "$f" >"$OUT.tmp$extdir/$(basename "$f")"
+    sed "s/@CARGO_VERSION@/$version/g" "$f" >"$tmp$extdir/$(basename "$f")"
 done
-rm -rf "$OUT" && mv "$OUT.tmp" "$OUT"
+chmod 755 "$tmp"
+rm -rf "$OUT" && mv -T "$tmp" "$OUT"
+tmp=
 echo "scripts/ext.sh: $OUT ($(find "$OUT" -type f | wc -l) files)"

@@ -79,7 +79,7 @@ SRC
     grep -q "$(hostname)" "$B/etc/hosts" || printf '127.0.1.1\t%s\n' "$(hostname)" >> "$B/etc/hosts"
     cp /usr/local/share/ca-certificates/*.crt "$B/usr/local/share/ca-certificates/" 2>/dev/null || true
     mount_machine "$B"
-    trap 'unmount_below "$B/dev"; unmount_below "$B/sys"; unmount_below "$B/proc"' EXIT
+    trap 'unmount_below "$BASE/dev"; unmount_below "$BASE/sys"; unmount_below "$BASE/proc"' EXIT
     chroot "$B" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
         bash -c 'apt-get update && apt-get install -y build-essential ca-certificates curl git sudo && update-ca-certificates && apt-get clean'
     # Rust: rustup's settings and the active toolchain (and the names that point to it), cargo's
@@ -93,7 +93,7 @@ SRC
     find "$HOME/.rustup/toolchains" -maxdepth 1 -type l -lname "*$tc" -exec cp -a {} "$B/root/.rustup/toolchains/" \;
     # rustup's proxies (cargo, rustc, ...) and nothing cargo installed: Rust only
     mkdir -p "$B/root/.cargo/bin"
-    find "$HOME/.cargo/bin" -maxdepth 1 \( -type l -o -type f \) ! -name 'cargo-pgrx*' -exec cp -a {} "$B/root/.cargo/bin/" \;
+    find "$HOME/.cargo/bin" -maxdepth 1 -samefile "$HOME/.cargo/bin/rustup" -exec cp -a {} "$B/root/.cargo/bin/" \;
     [ ! -e "$HOME/.cargo/env" ] || cp -a "$HOME/.cargo/env" "$B/root/.cargo/"
     chroot "$B" /usr/bin/env -i HOME=/root PATH=/root/.cargo/bin:/usr/bin:/bin cargo --version \
         || die "cargo does not run in $B"
@@ -238,12 +238,13 @@ fi
     echo "# make args: ${*:-(none)}${PATCHNOTE}; started $(date -u +%FT%TZ); $POLICY; host load: $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$LOG"
 cp "$LOG" "$TSLOG"
+echo "$LOG" > "$LOGDIR/.last-log"   # for cmd_targets
 say "cd /root/pg_idgen && time make $RUN_CMD $* (log: $LOG)"
 T0=$(date +%s)
 # shellcheck disable=SC2016
 set +e   # a failing make run is a result to record (its status, what it installed), not an abort
 # shellcheck disable=SC2016
-in_chroot timeout -s INT "${RUN_LIMIT:-0}" /bin/bash -c 'cd /root/pg_idgen && time make "$@" </dev/null' make "$RUN_CMD" "$@" 2>&1 |
+in_chroot timeout -k 60 -s INT "${RUN_LIMIT:-0}" /bin/bash -c 'cd /root/pg_idgen && time make "$@" </dev/null' make "$RUN_CMD" "$@" 2>&1 |
     while IFS= read -r line; do
         printf '%s\n' "$line" >> "$LOG"
         printf '+%4ds %s\n' $(( $(date +%s) - T0 )) "$line" >> "$TSLOG"
@@ -302,32 +303,45 @@ doc_targets() {
         | while read -r t rest; do grep -q "^$t:" "$ROOT/Makefile" && echo "$t${rest:+ $rest}"; done
 }
 
+# the make target's own output in LOG: up to the line cmd_run writes when it ends (make stop and
+# the Debian clusters' state follow it)
+target_output() { sed '/^# make [^ ]* exit status/,$d' "$1" | grep -Ev '^make(\[[0-9]+\])?: \*\*\*|^(real|user|sys)[[:space:]]|^# |^$'; }
+
 # judge LOG RC: ok (exit 0), started (stopped at the limit, no error so far), told (failed, its
 # last line names what to run first, no Rust error chain), or FAILED
 judge() {
     local log=$1 rc=$2 last
-    if grep -Eq "panicked at|stack backtrace|^Location:|^ +[0-9]+: .*::|^Error: " "$log"; then echo FAILED; return; fi
+    if target_output "$log" | grep -Eq "panicked at|stack backtrace|^Location:|^ +[0-9]+: .*::|^Error: "; then echo FAILED; return; fi
     [ "$rc" != 0 ] || { echo ok; return; }
-    [ "$rc" != 124 ] && [ "$rc" != 130 ] || { echo started; return; }
-    # the last line that is not make's own "make: *** ... Error N" or the chroot's timing
-    last=$(grep -Ev '^make(\[[0-9]+\])?: \*\*\*|^(real|user|sys)[[:space:]]|^# |^$' "$log" | tail -1)
+    [ "$rc" != 124 ] || { echo started; return; }
+    last=$(target_output "$log" | tail -1)
     if grep -Eq '(make [a-z]|scripts/[a-z-]+\.sh)' <<<"$last"; then echo told; else echo FAILED; fi
 }
 
 cmd_targets() {
-    local commit=$1 t rc verdict line bad=0 targets=()
+    local commit=$1 t rc verdict log bad=0 targets=() words
     if [ -n "${FRESH_TARGETS:-}" ]; then IFS=';' read -ra targets <<<"$FRESH_TARGETS"; else mapfile -t targets < <(doc_targets); fi
-    local table=$LOGDIR/targets-$(git -C "$REPO" rev-parse --short "$commit").txt
+    local table
+    table=$LOGDIR/targets-$(git -C "$REPO" rev-parse --short "$commit").txt
     : >"$table"
     for t in "${targets[@]}"; do
         read -ra words <<<"$t"
-        rc=0
-        ( RUN_CMD=${words[0]} RUN_LIMIT=${FRESH_TARGET_SECS:-600}; cmd_run "$commit" "${words[@]:1}"; ) || rc=$?
-        log=$(ls -t "$LOGDIR"/make-run-*-"${words[0]}"*.log 2>/dev/null | grep -v '\.ts\.log$' | head -1)
+        rm -f "$LOGDIR/.last-log"
+        # errexit inside the subshell (it would be off under `|| rc=$?`)
+        set +e
+        ( set -e; RUN_CMD=${words[0]} RUN_LIMIT=${FRESH_TARGET_SECS:-600}; cmd_run "$commit" "${words[@]:1}" )
+        rc=$?
+        set -e
+        [ "$rc" != 130 ] || die "interrupted"
+        log=$(cat "$LOGDIR/.last-log" 2>/dev/null || true)
+        if [ -z "$log" ] || [ ! -f "$log" ]; then
+            verdict=FAILED; bad=1
+            printf '%-22s %-8s exit %-4s %s\n' "make $t" "$verdict" "$rc" "(no log: the machine was not made)" | tee -a "$table"
+            continue
+        fi
         verdict=$(judge "$log" "$rc")
         [ "$verdict" != FAILED ] || bad=1
-        line=$(printf '%-22s %-8s exit %-4s %s' "make $t" "$verdict" "$rc" "$(grep -Ev '^make(\[[0-9]+\])?: \*\*\*|^(real|user|sys)[[:space:]]|^# |^$' "$log" | tail -1 | cut -c1-110)")
-        echo "$line" | tee -a "$table"
+        printf '%-22s %-8s exit %-4s %s\n' "make $t" "$verdict" "$rc" "$(target_output "$log" | tail -1 | cut -c1-110)" | tee -a "$table"
     done
     say "targets: table in $table"
     cat "$table" >&2

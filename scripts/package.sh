@@ -2,7 +2,7 @@
 # scripts/package.sh — release packages of pg_idgen for one PostgreSQL major (`make package PG=NN`).
 #
 # Usage: scripts/package.sh TREE OUTDIR
-#   TREE    a package tree made by `cargo pgrx package` (release profile) for the major that
+#   TREE    a package tree made by scripts/ext.sh (release profile) for the major that
 #           PG / PG_CONFIG select (scripts/pgenv.bash): the files under the server's own paths
 #   OUTDIR  where the package goes (make package: target/packages)
 #
@@ -32,11 +32,15 @@ OUT=${2:?usage: scripts/package.sh TREE OUTDIR}
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
 PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
 EXTDIR=$("$PG_CONFIG" --sharedir)/extension
-LIB=$TREE$PKGLIBDIR/pg_idgen.so
+# the tree's own paths: the server's, or for 19 (whose pg_config answers the paths the host sees
+# under its sid root) the same paths inside the root, where the tree was built
+DESTDIR=$(pg_destdir_for "$PG")
+T=$TREE${PKGLIBDIR#"$DESTDIR"} TX=$TREE${EXTDIR#"$DESTDIR"}
+LIB=$T/pg_idgen.so
 [ -f "$LIB" ] || { echo "package.sh: $LIB not found (is $TREE a package tree for $PG_CONFIG?)" >&2; exit 1; }
-[ -f "$TREE$EXTDIR/pg_idgen--$VERSION.sql" ] || { echo "package.sh: no pg_idgen--$VERSION.sql in $TREE$EXTDIR" >&2; exit 1; }
+[ -f "$TX/pg_idgen--$VERSION.sql" ] || { echo "package.sh: no pg_idgen--$VERSION.sql in $TX" >&2; exit 1; }
 # The control file sets no `encoding`: the scripts must read the same in every database encoding.
-if LC_ALL=C grep -l '[^[:print:][:space:]]' "$TREE$EXTDIR"/pg_idgen*.sql "$TREE$EXTDIR/pg_idgen.control"; then
+if LC_ALL=C grep -l '[^[:print:][:space:]]' "$TX"/pg_idgen*.sql "$TX/pg_idgen.control"; then
     echo "package.sh: the files above have bytes outside ASCII" >&2; exit 1
 fi
 ARCH=$(dpkg --print-architecture 2>/dev/null || uname -m)
@@ -49,7 +53,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 # the files of the extension: library, control file, install and upgrade scripts
-ext_files() { (cd "$TREE$EXTDIR" && ls pg_idgen.control pg_idgen--*.sql); }
+ext_files() { (cd "$TX" && ls pg_idgen.control pg_idgen--*.sql); }
 
 copyright() {
     cat <<EOF
@@ -73,7 +77,7 @@ if [[ $PG_CONFIG == /usr/lib/postgresql/"$PG"/bin/pg_config ]] && dpkg-query -W 
     install -d -m 755 "$R$PKGLIBDIR" "$R$EXTDIR" "$R/usr/share/doc/$PKG" "$R/DEBIAN"
     install -m 644 "$LIB" "$R$PKGLIBDIR/pg_idgen.so"
     strip --strip-unneeded "$R$PKGLIBDIR/pg_idgen.so"
-    for f in $(ext_files); do install -m 644 "$TREE$EXTDIR/$f" "$R$EXTDIR/$f"; done
+    for f in $(ext_files); do install -m 644 "$TX/$f" "$R$EXTDIR/$f"; done
     copyright > "$R/usr/share/doc/$PKG/copyright"
     gzip -9n < "$ROOT/CHANGELOG.md" > "$R/usr/share/doc/$PKG/changelog.gz"
     printf '%s (%s-1) bookworm; urgency=medium\n\n  * pg_idgen %s (the upstream changes are in changelog.gz).\n\n -- The pg_idgen developers <pg_idgen@lists.invalid>  %s\n' \
@@ -116,7 +120,7 @@ else
     install -d -m 755 "$D/lib" "$D/extension" "$D/doc"
     install -m 644 "$LIB" "$D/lib/pg_idgen.so"
     strip --strip-unneeded "$D/lib/pg_idgen.so"
-    for f in $(ext_files); do install -m 644 "$TREE$EXTDIR/$f" "$D/extension/$f"; done
+    for f in $(ext_files); do install -m 644 "$TX/$f" "$D/extension/$f"; done
     install -m 644 "$ROOT/README.md" "$ROOT/CHANGELOG.md" "$ROOT/LICENSE" "$D/doc/"
     # the manual beside the README, so that its relative links (docs/<page>.md) resolve
     install -d -m 755 "$D/doc/docs" && install -m 644 "$ROOT"/docs/*.md "$D/doc/docs/"

@@ -390,7 +390,7 @@ for m in "${MAJORS[@]}"; do
             citus=1
         fi
     fi
-    if has_layer regress || has_layer integration || has_layer clients || [ $monitoring = 1 ] || [ $partition = 1 ] || [ $multimaster = 1 ] || [ $citus = 1 ] || { has_layer ha && [ "$m" = 15 ]; }; then
+    if has_layer sql || has_layer regress || has_layer integration || has_layer clients || [ $monitoring = 1 ] || [ $partition = 1 ] || [ $multimaster = 1 ] || [ $citus = 1 ] || { has_layer ha && [ "$m" = 15 ]; }; then
         # after the pgrx layer, which installs its own test build into the same PostgreSQL
         run_layer "$m" install make --no-print-directory install-test PG="$m"
         build=$LAST_SECS
