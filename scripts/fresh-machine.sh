@@ -77,6 +77,8 @@ SRC
     cp /etc/resolv.conf "$B/etc/resolv.conf"
     hostname > "$B/etc/hostname"
     grep -q "$(hostname)" "$B/etc/hosts" || printf '127.0.1.1\t%s\n' "$(hostname)" >> "$B/etc/hosts"
+    # (the directory made first: ca-certificates, which makes it, is installed below)
+    mkdir -p "$B/usr/local/share/ca-certificates"
     cp /usr/local/share/ca-certificates/*.crt "$B/usr/local/share/ca-certificates/" 2>/dev/null || true
     mount_machine "$B"
     trap 'unmount_below "$BASE/dev"; unmount_below "$BASE/sys"; unmount_below "$BASE/proc"' EXIT
