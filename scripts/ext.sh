@@ -71,6 +71,7 @@ lib=$(artifact "$EXT" cdylib filenames)
 sqlgen=$(artifact pg_idgen_sqlgen bin executable)
 [ -f "$lib" ] && [ -x "$sqlgen" ] || { echo "scripts/ext.sh: cargo reported no library ($lib) or sqlgen ($sqlgen)" >&2; exit 1; }
 
+mkdir -p "$(dirname "$OUT")"
 tmp=$(mktemp -d "$OUT.XXXXXX")
 mkdir -p "$tmp$pkglibdir" "$tmp$extdir"
 cp "$lib" "$tmp$pkglibdir/$EXT.so"

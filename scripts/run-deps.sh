@@ -11,9 +11,9 @@
 # PostgreSQL: syn, tokio, rustls, bindgen, pgrx's macros, pg_idgen_core. It is given an empty
 # PGRX_HOME, so the one unit that reads the server (pgrx-pg-sys's build script, bindgen over the
 # server's headers) fails at once instead of reading a server that apt is still unpacking; that
-# failure is expected and only logged. Afterwards scripts/ext.sh (the Makefile's install-run)
-# compiles only pgrx-pg-sys, pgrx and pg_idgen: the same profile, features and flags, so cargo
-# reuses the rest. No cargo-pgrx is built or needed.
+# failure is expected and only logged. Once the server is installed the compile is stopped, and
+# scripts/ext.sh (the Makefile's install-run) goes on from what it finished: the same profile,
+# features and flags, so cargo reuses every crate compiled so far. No cargo-pgrx is built or needed.
 #
 # Where the server is already there, nothing runs alongside: the build that follows is cargo's
 # usual incremental one (an empty PGRX_HOME would make cargo run the server's build script again
@@ -62,9 +62,11 @@ env -u PGRX_PG_CONFIG_PATH -u PGRX_PG_CONFIG_AS_ENV PGRX_HOME="$EMPTY" \
     >"$LOG" 2>&1 </dev/null &
 ahead_pid=$!
 scripts/deps.sh --run "$MAJOR"    # on failure: exit, and stop_ahead stops the compile
-t=$SECONDS
-# its exit status is not looked at: pgrx-pg-sys's build script fails by design (see above), and
-# any other failure shows again, with its message, in the build that follows
-wait "$ahead_pid" || true
+# The server is there: the compile ahead is stopped rather than waited for, and the build that
+# follows (scripts/ext.sh) goes on from the crates it finished, with pgrx-pg-sys's build script
+# (bindgen over the server's headers) starting as soon as its own dependencies are compiled,
+# beside the others, instead of after all of them. Its exit status is not looked at: a failure
+# shows again, with its message, in that build.
+stop_ahead
 ahead_pid=
-log "dependencies compiled ($(grep -c '^ *Compiling' "$LOG") crates; waited $((SECONDS - t))s after scripts/deps.sh)"
+log "the compile ahead stopped when the server was installed: $(grep -c '^ *Compiling' "$LOG") crates started"
