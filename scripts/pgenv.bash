@@ -85,7 +85,7 @@ pgenv_runs_ok() { { "$1" --version >/dev/null 2>&1; } 2>/dev/null; }
 pgenv_resolve() {
     local want=${PG:-} cfg=${PG_CONFIG:-}
     if [ -n "$cfg" ]; then
-        [ -x "$cfg" ] || { echo "pgenv: PG_CONFIG=$cfg is not executable" >&2; return 1; }
+        [ -x "$cfg" ] || { echo "pgenv: PostgreSQL ${want:-of $cfg} is not installed here ($cfg): make run${want:+ PG=$want} (that server alone) or make deps (every one) installs it" >&2; return 1; }
         local ver; ver=$("$cfg" --version) || return 1          # "PostgreSQL 16.2", "PostgreSQL 15.20 (Debian ...)", "PostgreSQL 19rc1 (Debian 19~rc1-1)"
         [[ $ver =~ ^PostgreSQL\ ([0-9]+) ]] || { echo "pgenv: $cfg --version: '$ver'" >&2; return 1; }
         ver=${BASH_REMATCH[1]}
