@@ -46,9 +46,10 @@
 #          install script against cargo pgrx schema): the oldest and the newest; 16, 17 and 18
 #          build, install and run pg_regress (make test-all: all; one major given alone always
 #          has them);
-#        UPDATE_ALL_MAJORS="15" the majors whose extupdate layer updates from every release
-#          (`make print-update-from`); the others update from the newest only ("all": every
-#          major, as make test-all; one major given alone: it);
+#        UPDATE_ALL_MAJORS="15" the majors whose extupdate layer updates from the oldest release
+#          (0.1.0: its update runs every update script in turn) and the newest, "all" from every
+#          release on every major (make test-all; one major given alone: from every release;
+#          the releases: `make print-update-from`); the others update from the newest only;
 #        PG_IDGEN_DEPS_SECS=N the time `make deps` took (.ci/run sets it), shown with the layers;
 #        MATRIX_RELEASE_BUILD_AHEAD=0 builds a release package in its layer, not in the background
 #          during the layers before it (release_build_start below).
@@ -447,7 +448,10 @@ for m in "${MAJORS[@]}"; do
     [ -z "$citus_skip" ] || line+="$citus_skip  "
     if has_layer extupdate && [[ " $UPDATE_MAJORS " == *" $m "* || $UPDATE_MAJORS == all ]]; then
         from=$UPDATE_NEWEST
-        [[ " $UPDATE_ALL_MAJORS " == *" $m "* || $UPDATE_ALL_MAJORS == all ]] && from=$UPDATE_RELEASES
+        # every release with make test-all (or one major alone); in make test the oldest, whose
+        # update runs every update script in turn, and the newest
+        if [ "$UPDATE_ALL_MAJORS" = all ]; then from=$UPDATE_RELEASES
+        elif [[ " $UPDATE_ALL_MAJORS " == *" $m "* ]]; then from="${UPDATE_RELEASES%% *} $UPDATE_NEWEST"; fi
         run_layer "$m" extupdate make --no-print-directory test-extension-update PG="$m" UPDATE_FROM="$from"
         line+="update$([ "$from" = "$UPDATE_NEWEST" ] || echo s) from ${from// /, } $(checks_count "$LAST_LOG") $(status $LAST_RC) ($(fmt $LAST_SECS))  "
     fi

@@ -48,13 +48,15 @@ client() {
         done
     } | "$CLUSTER" psql "$node" -v ON_ERROR_STOP=1 >"$TMP/n$idx.w$w.c$c.out" 2>"$TMP/n$idx.w$w.c$c.err"
 }
-# wave W BATCHES ROWS: 4 clients on each node in the background (pids in WAVE0_PIDS, WAVE1_PIDS)
+# wave W BATCHES ROWS CUT: 4 clients on each node in the background (pids in WAVE0_PIDS,
+# WAVE1_PIDS); node CUT's clients get ten times the batches: the wave's event ends them, and they
+# must still be mid-load when it comes, however fast the others run
 wave() {
-    local w=$1 batches=$2 rows=$3 c
+    local w=$1 batches=$2 rows=$3 cut=${4:-} c
     WAVE0_PIDS=(); WAVE1_PIDS=()
     for c in 1 2 3 4; do
-        client "$A" 0 "$w" "$c" "$batches" "$rows" & WAVE0_PIDS+=($!); BG_PIDS+=($!)
-        client "$B" 1 "$w" "$c" "$batches" "$rows" & WAVE1_PIDS+=($!); BG_PIDS+=($!)
+        client "$A" 0 "$w" "$c" "$([ "$cut" = 0 ] && echo $((batches * 10)) || echo "$batches")" "$rows" & WAVE0_PIDS+=($!); BG_PIDS+=($!)
+        client "$B" 1 "$w" "$c" "$([ "$cut" = 1 ] && echo $((batches * 10)) || echo "$batches")" "$rows" & WAVE1_PIDS+=($!); BG_PIDS+=($!)
     done
 }
 # rows recorded by node IDX's clients in wave W
@@ -63,6 +65,17 @@ wait_rows() {
     local idx=$1 w=$2 n=$3 i
     for i in $(seq 1 1200); do
         [ "$(rows_of "$idx" "$w")" -ge "$n" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+# every client of node IDX in wave W has a batch out (all four connected and loading)
+wait_each() {
+    local idx=$1 w=$2 i c n
+    for i in $(seq 1 1200); do
+        n=0
+        for c in 1 2 3 4; do [ "$(wc -l < "$TMP/n$idx.w$w.c$c.out" 2>/dev/null || echo 0)" -ge 200 ] && n=$((n + 1)); done
+        [ "$n" = 4 ] && return 0
         sleep 0.05
     done
     return 1
@@ -85,9 +98,10 @@ wait_up() {
 backends() { q "$1" "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"; }
 
 # ---- wave 1: kill -9 of a client backend of node 0 mid-load ----
-wave 1 400 200
+wave 1 400 200 0
 wait_rows 0 1 4000
 wait_rows 1 1 4000
+wait_each 0 1
 pid=$(backends "$A" | head -1)
 kill -9 "$pid"
 wait_pids "${WAVE0_PIDS[@]}"
@@ -100,8 +114,9 @@ check "wave 1: node 0's postmaster saw backend $pid killed" \
     "$("$CLUSTER" log "$A" 300 | grep -c "(PID $pid) was terminated by signal 9" || true)" -ge 1
 
 # ---- wave 2: kill -9 of node 1's postmaster mid-load, node 0 on ----
-wave 2 400 200
+wave 2 400 200 1
 wait_rows 1 2 4000
+wait_each 1 2
 pids=$(backends "$B")
 kill -9 "$(head -1 "$("$CLUSTER" pgdata "$B")/postmaster.pid")"
 # the orphaned backends would go on serving their clients: killed too

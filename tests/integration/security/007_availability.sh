@@ -19,6 +19,8 @@
 #     not have: a new first write of P's database app works, and no row of a database P does not
 #     have is left.
 # Pass/fail never depends on timing: waits poll for states (bounded).
+# (make test: on 15, the oldest major, beside 19's share; the longest script, its calls the same on every major)
+# integration: major 15
 set -euo pipefail
 . "$(dirname "$0")/../lib.bash"
 . "$(dirname "$0")/../lease.bash"
