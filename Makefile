@@ -18,8 +18,8 @@
 #   make test              the matrix: core unit tests once; on 15 and 19 (the oldest and the
 #                          newest) #[pg_test], the install script against cargo pgrx schema's,
 #                          pg_regress, the integration scripts (the cross-version ones on each, the
-#                          others shared out between the two) and the update (on 15 from every
-#                          release, with the client libraries, Patroni and the package; on 19 from
+#                          others shared out between the two) and the update (on 15 from 0.1.0 and
+#                          the newest, with the client libraries, Patroni and the package; on 19 from
 #                          the newest, its database made on 18 and pg_upgraded, and active-active);
 #                          on 16, 17 and 18 the build and pg_regress (17 the postgres_exporter
 #                          scrape, 18 partitions, Citus and the package); then pg_upgrade and the
